@@ -1,0 +1,58 @@
+// A non-owning view of a strided tensor: pointer, dtype, shape, strides, device.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "f46/error.h"
+
+namespace f46 {
+
+enum class DType : uint8_t {
+  kUInt8,    // E2M1 code pairs and E4M3 scale bytes
+  kInt32,    // group offsets
+  kFloat32,
+  kFloat16,
+  kBFloat16,
+};
+
+enum class Device : uint8_t { kCPU, kCUDA };
+
+const char* dtype_name(DType t);
+int64_t dtype_size(DType t);
+
+inline constexpr int kMaxDims = 4;
+
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::kFloat32;
+  int ndim = 0;
+  int64_t shape[kMaxDims] = {0, 0, 0, 0};
+  int64_t strides[kMaxDims] = {0, 0, 0, 0};  // in elements
+  Device device = Device::kCPU;
+  int device_index = 0;
+
+  int64_t size(int d) const { return shape[d < 0 ? d + ndim : d]; }
+  int64_t numel() const;
+  bool defined() const { return ndim > 0 || data != nullptr; }
+  bool is_contiguous() const;
+  std::string describe() const;  // "bfloat16[8, 32] cpu"
+  template <typename T>
+  T* ptr() const { return static_cast<T*>(data); }
+};
+
+// A contiguous view over `data`.
+TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape,
+                     Device device = Device::kCPU, int device_index = 0);
+
+// Execution context for a call: the CUDA stream (ignored on the CPU) and an optional
+// caller-provided device workspace (bytes); backends that need scratch and get none
+// allocate it stream-ordered, which stays CUDA-graph capturable.
+struct Context {
+  void* cuda_stream = nullptr;  // cudaStream_t
+  void* workspace = nullptr;
+  int64_t workspace_bytes = 0;
+};
+
+}  // namespace f46

@@ -1,0 +1,33 @@
+// Backend entry points. The public functions (src/*.cpp) validate every argument, then call
+// the backend of the tensors' device with the same arguments; backends may assume valid input.
+#pragma once
+
+#include "f46/f46.h"
+
+#define F46_BACKEND_FUNCTIONS                                                                  \
+  void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,         \
+                QuantizedOutputs& out, const Context& ctx);                                    \
+  void dequantize(const TensorView& codes, const TensorView& scales, const GlobalAmax& amax,    \
+                  float scale_bound, TensorView& out, const Context& ctx);                     \
+  void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Context& ctx);   \
+  void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& bias,       \
+            TensorView& out, const Context& ctx);                                              \
+  void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b,                     \
+                      const TensorView& offs, const TensorView& bias, TensorView& out,          \
+                      const Context& ctx);                                                     \
+  void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b,                     \
+                      const TensorView& offs, TensorView& out, const Context& ctx);             \
+  void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t alignment,         \
+                        TensorView& out, TensorView& padded_offs, const Context& ctx);          \
+  void unpad_token_groups(const TensorView& y, const TensorView& offs,                         \
+                          const TensorView& padded_offs, TensorView& out, const Context& ctx);
+
+namespace f46::cpu {
+F46_BACKEND_FUNCTIONS
+}  // namespace f46::cpu
+
+namespace f46::cuda {
+// True when the library was built with CUDA and a device is present.
+bool available();
+F46_BACKEND_FUNCTIONS
+}  // namespace f46::cuda
