@@ -1,0 +1,50 @@
+"""f46: NVFP4 "Four Over Six" quantization and NVFP4 GEMMs for PyTorch.
+
+    import f46
+    y = f46.linear(x, w, b, recipe=f46.Recipe())                # dense, differentiable
+    y = f46.grouped_mm(A, B, offs, recipe=f46.Recipe())         # routed experts
+    model = f46.convert_model(model, f46.Recipe.four_over_six())
+
+Numbers: docs/numerics.md. Low-level custom ops: f46.ops.
+"""
+
+from . import ops  # noqa: F401  (loads the torch custom ops)
+from .compat import (  # noqa: F401
+    four_over_six_dequantize,
+    four_over_six_grouped_mm,
+    four_over_six_linear,
+    four_over_six_mm,
+    four_over_six_quantize,
+)
+from .convert import convert_model  # noqa: F401
+from .functional import grouped_mm, linear, pad_token_groups, unpad_token_groups  # noqa: F401
+from .modules import F46GroupedExperts, F46Linear  # noqa: F401
+from .quantized import (  # noqa: F401
+    QuantizedTensor,
+    QuantizedWeight,
+    WeightCache,
+    quantize_weight,
+    reset_sr_offset,
+)
+from .recipe import Recipe  # noqa: F401
+
+__all__ = [
+    "Recipe",
+    "linear",
+    "grouped_mm",
+    "pad_token_groups",
+    "unpad_token_groups",
+    "F46Linear",
+    "F46GroupedExperts",
+    "convert_model",
+    "QuantizedTensor",
+    "QuantizedWeight",
+    "WeightCache",
+    "quantize_weight",
+    "reset_sr_offset",
+    "four_over_six_quantize",
+    "four_over_six_dequantize",
+    "four_over_six_mm",
+    "four_over_six_linear",
+    "four_over_six_grouped_mm",
+]

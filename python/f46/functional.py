@@ -1,0 +1,480 @@
+"""Differentiable NVFP4 4/6 linear and grouped GEMM (docs/numerics.md N2-N12).
+
+f46.linear(x, w, bias, recipe)       y = x W^T + b, x (..., K), w (N, K)
+f46.grouped_mm(A, B, offs, bias, r)  y[rows of g] = A_g B[g]^T (+ bias[g]), A (M, K), B (E, N, K)
+
+Forward: activations 1x16 4/6 (per-tensor amax, per-row when row-scaled, per-group for grouped),
+weights 4/6 with recipe.weight_block blocks (per-tensor / per-expert amax), one NVFP4 GEMM.
+Backward (recipe.backward_override, resolved by Recipe.dense_backward / grouped_backward):
+  high_precision  BF16 GEMMs on the saved original operands
+  dequantized     BF16 GEMMs on dequantizations of the forward's operands (codes saved only)
+  quantized       standard NVFP4 gradients (N4): dgrad = dY (rowwise along N) x W columnwise,
+                  wgrad = dY columnwise x X columnwise (tokens along K), optional SR and RHT.
+The control flow depends only on shapes and the recipe (never on tensor values), and every
+tensor op is an opaque f46 custom op, so torch.compile(fullgraph=True) traces it as is.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import torch
+import torch.nn.functional as F
+
+from . import ops
+from .quantized import (
+    QuantizedWeight,
+    bias_for_gemm,
+    gemm_out_dtype,
+    next_sr_offset,
+    quantize_gradient,
+    quantize_weight,
+    round_up,
+)
+from .recipe import GRAD_SCALE_BOUND, Recipe
+
+_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+# ---- BF16 reference GEMMs used by the high_precision / dequantized backward ---------------
+def _bf16(t: torch.Tensor) -> torch.Tensor:
+    return t if t.dtype == torch.bfloat16 else t.to(torch.bfloat16)
+
+
+def _pad_last(t: torch.Tensor, mult: int) -> torch.Tensor:
+    p = round_up(t.shape[-1], mult) - t.shape[-1]
+    return t if p == 0 else F.pad(t, (0, p))
+
+
+def _row_mask(m: int, offs: torch.Tensor) -> torch.Tensor:
+    """(M, 1) bool: rows inside some group (r < offs[E-1])."""
+    return (torch.arange(m, device=offs.device) < offs[-1:].to(torch.int64)).unsqueeze(1)
+
+
+def _group_index(m: int, offs: torch.Tensor) -> torch.Tensor:
+    """(M) int64 group of every row; rows past offs[E-1] get E."""
+    return torch.searchsorted(offs.to(torch.int64), torch.arange(m, device=offs.device), right=True)
+
+
+def grouped_mm_m_bf16(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """out[rows of g] = a_g @ b[g], a (M, N), b (E, N, K) -> (M, K) bf16; other rows zero."""
+    m, k = a.shape[0], b.shape[2]
+    # torch._grouped_mm wants 16-byte strides: zero-pad N and K to multiples of 8 (exact).
+    a8 = _pad_last(_bf16(a), 8)
+    b8 = _pad_last(F.pad(_bf16(b), (0, 0, 0, a8.shape[1] - a.shape[1])), 8)
+    out = torch._grouped_mm(a8.contiguous(), b8.contiguous(), offs=offs)[:, :k]
+    return torch.where(_row_mask(m, offs), out, torch.zeros((), dtype=out.dtype, device=a.device))
+
+
+def grouped_mm_k_bf16(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """out[g] = a_g^T @ b_g over the tokens of g: a (M, N), b (M, K) -> (E, N, K) bf16."""
+    n, k = a.shape[1], b.shape[1]
+    a8 = _pad_last(_bf16(a), 8).contiguous()
+    b8 = _pad_last(_bf16(b), 8).contiguous()
+    return torch._grouped_mm(a8.t(), b8, offs=offs)[:, :n, :k]
+
+
+def _group_bias_grad(dy: torch.Tensor, offs: torch.Tensor, e: int) -> torch.Tensor:
+    """(E, N) float32 per-group sum of dy rows (rows past offs[E-1] dropped)."""
+    idx = _group_index(dy.shape[0], offs)
+    acc = torch.zeros(e + 1, dy.shape[1], dtype=torch.float32, device=dy.device)
+    return acc.index_add(0, idx, dy.float())[:e]
+
+
+# ---- dense linear ------------------------------------------------------------------------
+def _quantize_x(x2: torch.Tensor, recipe: Recipe, columnwise: bool):
+    """x2 (M, K): returns (codes (M, K/2), scales (M, K/16), amax, scope, xt) where xt =
+    (codes_t (K, Mp/2), scales_t (K, Mp/16), amax_t) of x padded to Mp = round_up(M, 16) rows
+    when columnwise (zero rows add nothing to the wgrad), else None."""
+    scope = "row" if recipe.row_scaled_activation else "tensor"
+    amax = ops.amax(x2, scope=scope)  # (1) | (M)
+    if not columnwise:
+        c, s, _, _ = ops.quantize(
+            x2, amax, scope=scope, rule=recipe.err_mode, scale_bound=recipe.scale_bound, block=1
+        )
+        return c, s, amax, scope, None
+    m = x2.shape[0]
+    xp = F.pad(x2, (0, 0, 0, round_up(m, 16) - m))  # (Mp, K)
+    amax_t = ops.amax(xp, rht_columns=True) if recipe.wgrad_rht else amax  # N7: after RHT
+    c, s, ct, st = ops.quantize(
+        xp,
+        amax,
+        scope="tensor",
+        rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound,
+        block=1,
+        rht_columnwise=recipe.wgrad_rht,
+        columnwise=True,
+        amax_columnwise=amax_t,
+    )
+    return c[:m], s[:m], amax, scope, (ct, st, amax_t)
+
+
+def _linear_gemm(xc, xs, x_amax, scope, qw: QuantizedWeight, bias, recipe, dtype):
+    y = ops.gemm(
+        xc, xs, x_amax, qw.codes, qw.scales, qw.amax,
+        a_scope=scope, a_bound=recipe.scale_bound, b_bound=qw.scale_bound,
+        bias=bias_for_gemm(bias), out_dtype=gemm_out_dtype(dtype),
+    )  # (M, N), N10
+    return y.to(dtype)
+
+
+class _Linear(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x2, w, bias, recipe, sr_offset):
+        mode = recipe.dense_backward()
+        m, n = x2.shape[0], w.shape[0]
+        need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        quant_bw = mode == "quantized"
+        xc, xs, x_amax, scope, xt = _quantize_x(x2, recipe, quant_bw and need_dw)
+        qw = quantize_weight(w, recipe, columnwise=quant_bw and need_dx)
+        y = _linear_gemm(xc, xs, x_amax, scope, qw, bias, recipe, x2.dtype)
+        ctx.recipe, ctx.mode, ctx.sr_offset, ctx.scope = recipe, mode, sr_offset, scope
+        ctx.has_bias, ctx.x_dtype, ctx.m = bias is not None, x2.dtype, m
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        if mode == "high_precision":
+            ctx.save_for_backward(x2, w)
+        elif mode == "dequantized":
+            ctx.save_for_backward(xc, xs, x_amax, qw.codes, qw.scales, qw.amax)
+        else:
+            e = x2.new_empty(0, dtype=torch.uint8)
+            ct, st, amax_t = xt if xt is not None else (e, e, x_amax)
+            wct = qw.codes_t if qw.codes_t is not None else e
+            wst = qw.scales_t if qw.scales_t is not None else e
+            ctx.save_for_backward(ct, st, amax_t, wct, wst, qw.amax)
+        ctx.w_dtype, ctx.n = w.dtype, n
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        recipe, mode = ctx.recipe, ctx.mode
+        need_dx, need_dw, need_db = ctx.needs_input_grad[:3]
+        dx = dw = db = None
+        dy = dy.contiguous()  # (M, N)
+        if mode in ("high_precision", "dequantized"):
+            if mode == "high_precision":
+                x2, w = ctx.saved_tensors
+            else:
+                xc, xs, x_amax, wc, ws, w_amax = ctx.saved_tensors
+                x2 = ops.dequantize(
+                    xc, xs, x_amax, scope=ctx.scope, scale_bound=recipe.scale_bound,
+                    dtype=torch.bfloat16,
+                )
+                w = ops.dequantize(
+                    wc, ws, w_amax, scale_bound=recipe.scale_bound, dtype=torch.bfloat16
+                )
+            g = _bf16(dy)
+            if need_dx:
+                dx = (g @ _bf16(w)).to(ctx.x_dtype)  # (M, K)
+            if need_dw:
+                dw = (g.t() @ _bf16(x2)).to(ctx.w_dtype)  # (N, K)
+        else:
+            ct, st, amax_t, wct, wst, w_amax = ctx.saved_tensors
+            m = ctx.m
+            mp = round_up(m, 16)
+            dyp = F.pad(dy, (0, 0, 0, mp - m)) if need_dw else dy  # (Mp, N)
+            g_amax = ops.amax(dyp)  # (1); zero padding rows do not change it
+            g_amax_t = ops.amax(dyp, rht_columns=True) if (recipe.wgrad_rht and need_dw) else g_amax
+            gc, gs, gct, gst = quantize_gradient(
+                dyp, g_amax, recipe, ctx.sr_offset, rowwise=need_dx, columnwise=need_dw,
+                amax_columnwise=g_amax_t,
+            )
+            if need_dx:
+                dx = ops.gemm(
+                    gc[:m], gs[:m], g_amax, wct, wst, w_amax,
+                    a_bound=GRAD_SCALE_BOUND, b_bound=recipe.scale_bound,
+                    out_dtype=gemm_out_dtype(ctx.x_dtype),
+                ).to(ctx.x_dtype)  # (M, K)
+            if need_dw:
+                dw = ops.gemm(
+                    gct, gst, g_amax_t, ct, st, amax_t,
+                    a_bound=GRAD_SCALE_BOUND, b_bound=recipe.scale_bound,
+                    out_dtype=gemm_out_dtype(ctx.w_dtype),
+                ).to(ctx.w_dtype)  # (N, K)
+        if need_db:
+            db = dy.float().sum(0).to(ctx.bias_dtype)
+        return dx, dw, db, None, None
+
+
+def _check_common(x, w_shape_k, recipe, what):
+    if not isinstance(recipe, Recipe):
+        raise TypeError(f"recipe must be an f46.Recipe, got {type(recipe).__name__}")
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dtype not in _DTYPES:
+        raise ValueError(f"{what} dtype must be bfloat16, float16 or float32, got {x.dtype}")
+    if x.shape[-1] != w_shape_k:
+        raise ValueError(
+            f"{what} last dim ({x.shape[-1]}) must equal the weight's in_features ({w_shape_k})"
+        )
+    if w_shape_k % 16 != 0:
+        raise ValueError(f"in_features (K) must be a multiple of 16, got K={w_shape_k}")
+
+
+def linear(
+    x: torch.Tensor,
+    w: Union[torch.Tensor, QuantizedWeight],
+    bias: Optional[torch.Tensor] = None,
+    recipe: Recipe = Recipe(),
+) -> torch.Tensor:
+    """y = x W^T (+ bias) with NVFP4 4/6 operands. x (..., K), w (N, K) or a QuantizedWeight
+    (inference: no gradients), bias (N) or None -> (..., N) in x.dtype."""
+    if isinstance(w, QuantizedWeight):
+        return _linear_prequantized(x, w, bias, recipe)
+    if not isinstance(w, torch.Tensor) or w.dim() != 2:
+        raise ValueError(f"w must be a 2-D (N, K) tensor, got {getattr(w, 'shape', type(w))}")
+    _check_common(x, w.shape[1], recipe, "x")
+    n = w.shape[0]
+    if bias is not None and tuple(bias.shape) != (n,):
+        raise ValueError(f"bias must have shape ({n},), got {tuple(bias.shape)}")
+    if recipe.weight_block == 16 and n % 16 != 0:
+        raise ValueError(f"out_features (N) must be a multiple of 16 for 16x16 weights, got N={n}")
+    if recipe.dense_backward() == "quantized" and n % 16 != 0:
+        raise ValueError(
+            f"out_features (N) must be a multiple of 16 for the quantized backward, got N={n}"
+        )
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1])
+    if x2.shape[0] == 0:  # zero tokens: nothing to quantize
+        b = None if bias is None else bias.to(x2.dtype)
+        return F.linear(x2, w.to(x2.dtype), b).reshape(*lead, n)  # (0, N), zero gradients
+    y = _Linear.apply(x2.contiguous(), w, bias, recipe, next_sr_offset(recipe))
+    return y.reshape(*lead, n)
+
+
+def _linear_prequantized(x, qw: QuantizedWeight, bias, recipe):
+    if qw.grouped:
+        raise ValueError("linear needs a dense QuantizedWeight, got a grouped one")
+    _check_common(x, qw.in_features, recipe, "x")
+    if torch.is_grad_enabled() and x.requires_grad:
+        raise ValueError("a prequantized weight is for inference: x must not require grad")
+    if (qw.scale_bound, qw.block, qw.err_mode) != (
+        recipe.scale_bound, recipe.weight_block, recipe.err_mode
+    ):
+        raise ValueError("QuantizedWeight was made with another recipe than the one passed")
+    lead = x.shape[:-1]
+    x2 = x.reshape(-1, x.shape[-1]).contiguous()
+    n = qw.out_features
+    if x2.shape[0] == 0:
+        return x2.new_zeros(*lead, n)
+    xc, xs, x_amax, scope, _ = _quantize_x(x2, recipe, False)
+    return _linear_gemm(xc, xs, x_amax, scope, qw, bias, recipe, x2.dtype).reshape(*lead, n)
+
+# ---- grouped GEMM (N11, N12) ---------------------------------------------------------------
+def _quantize_a_grouped(a, offs, recipe):
+    """A (M, K): 1x16 4/6 with a per-group (N2) or per-row amax."""
+    scope = "row" if recipe.row_scaled_activation else "group"
+    goffs = offs if scope == "group" else None
+    amax = ops.amax(a, scope=scope, offsets=goffs)  # (E) | (M)
+    c, s, _, _ = ops.quantize(
+        a, amax, offsets=goffs, scope=scope, rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound, block=1,
+    )
+    return c, s, amax, scope
+
+
+def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recipe, dtype):
+    y = ops.grouped_gemm_m(
+        ac, as_, a_amax, qw.codes, qw.scales, qw.amax, offs,
+        a_scope=scope, b_scope="group", a_bound=recipe.scale_bound, b_bound=qw.scale_bound,
+        bias=bias_for_gemm(bias), out_dtype=gemm_out_dtype(dtype),
+    )  # (M, N); rows past offs[E-1] are zero
+    return y.to(dtype)
+
+
+class _GroupedMM(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, offs, bias, recipe, sr_offset):
+        mode = recipe.grouped_backward()
+        need_da, need_db = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        quant_bw = mode == "quantized"
+        ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe)
+        qw = quantize_weight(b, recipe, columnwise=quant_bw and need_da)
+        y = _grouped_gemm(ac, as_, a_amax, scope, qw, offs, bias, recipe, a.dtype)
+        ctx.recipe, ctx.mode, ctx.sr_offset, ctx.scope = recipe, mode, sr_offset, scope
+        ctx.a_dtype, ctx.b_dtype, ctx.e = a.dtype, b.dtype, b.shape[0]
+        ctx.bias_dtype = bias.dtype if bias is not None else None
+        if mode == "high_precision":
+            ctx.save_for_backward(a, b, offs)
+        elif mode == "dequantized":
+            ctx.save_for_backward(ac, as_, a_amax, qw.codes, qw.scales, qw.amax, offs)
+        else:
+            empty = a.new_empty(0, dtype=torch.uint8)
+            xct = xst = empty
+            amax_t, poffs = a_amax, offs
+            if need_db:
+                # Columnwise X for the K-grouped wgrad: groups padded to 16 tokens (N12) so no
+                # quantization block straddles two groups; padded rows are zero.
+                a16, poffs = ops.pad_token_groups(a, offs, 16)  # (P, K), (E)
+                if recipe.wgrad_rht:  # N7: the amax of an RHT operand is taken after the RHT
+                    amax_t = ops.amax(a16, scope="group", offsets=poffs, rht_columns=True)
+                _, _, xct, xst = ops.quantize(
+                    a16, a_amax, offsets=poffs, scope="group", rule=recipe.err_mode,
+                    scale_bound=recipe.scale_bound, block=1, rht_columnwise=recipe.wgrad_rht,
+                    rowwise=False, columnwise=True, amax_columnwise=amax_t,
+                )  # (K, P/2), (K, P/16)
+            wct = qw.codes_t if qw.codes_t is not None else empty
+            wst = qw.scales_t if qw.scales_t is not None else empty
+            ctx.save_for_backward(xct, xst, amax_t, poffs, wct, wst, qw.amax, offs)
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        recipe, mode = ctx.recipe, ctx.mode
+        need_da, need_db, _, need_bias = ctx.needs_input_grad[:4]
+        da = db = dbias = None
+        dy = dy.contiguous()  # (M, N)
+        if mode in ("high_precision", "dequantized"):
+            if mode == "high_precision":
+                a, b, offs = ctx.saved_tensors
+            else:
+                ac, as_, a_amax, wc, ws, w_amax, offs = ctx.saved_tensors
+                goffs = offs if ctx.scope == "group" else None
+                a = ops.dequantize(
+                    ac, as_, a_amax, offsets=goffs, scope=ctx.scope,
+                    scale_bound=recipe.scale_bound, dtype=torch.bfloat16,
+                )  # (M, K)
+                b = QuantizedWeight(
+                    wc, ws, w_amax, None, None, recipe.scale_bound, recipe.weight_block,
+                    recipe.err_mode, True,
+                ).dequantize(torch.bfloat16)  # (E, N, K)
+            if need_da:
+                da = grouped_mm_m_bf16(dy, b, offs).to(ctx.a_dtype)  # (M, K)
+            if need_db:
+                db = grouped_mm_k_bf16(dy, a, offs).to(ctx.b_dtype)  # (E, N, K)
+        else:
+            xct, xst, amax_t, poffs, wct, wst, w_amax, offs = ctx.saved_tensors
+            g_amax = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
+            if need_da:
+                gc, gs, _, _ = quantize_gradient(
+                    dy, g_amax, recipe, ctx.sr_offset, scope="group", offsets=offs
+                )
+                da = ops.grouped_gemm_m(
+                    gc, gs, g_amax, wct, wst, w_amax, offs,
+                    a_scope="group", b_scope="group", a_bound=GRAD_SCALE_BOUND,
+                    b_bound=recipe.scale_bound, out_dtype=gemm_out_dtype(ctx.a_dtype),
+                ).to(ctx.a_dtype)  # (M, K)
+            if need_db:
+                dy16, _ = ops.pad_token_groups(dy, offs, 16)  # (P, N), same padded offsets
+                g_amax_t = g_amax
+                if recipe.wgrad_rht:
+                    g_amax_t = ops.amax(dy16, scope="group", offsets=poffs, rht_columns=True)
+                _, _, gct, gst = quantize_gradient(
+                    dy16, g_amax, recipe, ctx.sr_offset, scope="group", offsets=poffs,
+                    rowwise=False, columnwise=True, amax_columnwise=g_amax_t,
+                )  # (N, P/2)
+                db = ops.grouped_gemm_k(
+                    gct, gst, g_amax_t, xct, xst, amax_t, poffs,
+                    a_scope="group", b_scope="group", a_bound=GRAD_SCALE_BOUND,
+                    b_bound=recipe.scale_bound, out_dtype=gemm_out_dtype(ctx.b_dtype),
+                ).to(ctx.b_dtype)  # (E, N, K)
+        if need_bias:
+            offs = ctx.saved_tensors[-1] if mode != "high_precision" else ctx.saved_tensors[2]
+            dbias = _group_bias_grad(dy, offs, ctx.e).to(ctx.bias_dtype)
+        return da, db, None, dbias, None, None
+
+
+class _PadTokenGroups(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, offs, alignment):
+        xp, poffs = ops.pad_token_groups(x, offs, alignment)
+        ctx.mark_non_differentiable(poffs)
+        ctx.save_for_backward(offs, poffs)
+        ctx.m = x.shape[0]
+        return xp, poffs
+
+    @staticmethod
+    def backward(ctx, dxp, _):
+        offs, poffs = ctx.saved_tensors
+        return ops.unpad_token_groups(dxp.contiguous(), offs, poffs, ctx.m), None, None
+
+
+class _UnpadTokenGroups(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, yp, offs, poffs, m, alignment):
+        ctx.save_for_backward(offs)
+        ctx.alignment = alignment
+        return ops.unpad_token_groups(yp, offs, poffs, m)
+
+    @staticmethod
+    def backward(ctx, dy):
+        (offs,) = ctx.saved_tensors
+        dyp, _ = ops.pad_token_groups(dy.contiguous(), offs, ctx.alignment)
+        return dyp, None, None, None, None
+
+
+def pad_token_groups(x, offs, alignment: int = 128):
+    """Differentiable N12 padding: x (M, C) -> (padded (P, C), padded_offs (E) int32)."""
+    return _PadTokenGroups.apply(x, offs, alignment)
+
+
+def unpad_token_groups(y, offs, padded_offs, num_rows: int, alignment: int = 128):
+    """Differentiable inverse of pad_token_groups (alignment is used by its backward)."""
+    return _UnpadTokenGroups.apply(y, offs, padded_offs, num_rows, alignment)
+
+
+def _check_grouped(a, e, n, k, offs, bias, recipe):
+    _check_common(a, k, recipe, "A")
+    if a.dim() != 2:
+        raise ValueError(f"A must be 2-D (M, K), got shape {tuple(a.shape)}")
+    if not isinstance(offs, torch.Tensor) or offs.dtype != torch.int32 or offs.dim() != 1:
+        raise ValueError(
+            f"offs must be a 1-D int32 tensor, got "
+            f"{getattr(offs, 'dtype', type(offs))} of shape {tuple(getattr(offs, 'shape', ()))}"
+        )
+    if offs.shape[0] != e:
+        raise ValueError(f"offs must have one entry per expert (E={e}), got {offs.shape[0]}")
+    if offs.device != a.device:
+        raise ValueError(f"offs must be on A's device {a.device}, got {offs.device}")
+    if bias is not None and tuple(bias.shape) != (e, n):
+        raise ValueError(f"bias must have shape ({e}, {n}), got {tuple(bias.shape)}")
+    if recipe.weight_block == 16 and n % 16 != 0:
+        raise ValueError(f"B's N must be a multiple of 16 for 16x16 weights, got N={n}")
+    if recipe.grouped_backward() == "quantized" and n % 16 != 0:
+        raise ValueError(f"B's N must be a multiple of 16 for the quantized backward, got N={n}")
+
+
+def grouped_mm(
+    a: torch.Tensor,
+    b: Union[torch.Tensor, QuantizedWeight],
+    offs: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    recipe: Recipe = Recipe(),
+) -> torch.Tensor:
+    """M-grouped NVFP4 GEMM: A (M, K) rows split by offs (E) int32 cumulative group ends,
+    B (E, N, K) (or a grouped QuantizedWeight, inference), bias (E, N) -> (M, N) in A.dtype.
+    Rows past offs[E-1] are zero. With recipe.pad_token_groups the groups are padded (N12)
+    before quantization and the padding sliced away afterwards."""
+    if isinstance(b, QuantizedWeight):
+        if not b.grouped:
+            raise ValueError("grouped_mm needs a grouped QuantizedWeight, got a dense one")
+        e, n, k = b.codes.shape[0], b.out_features, b.in_features
+    else:
+        if not isinstance(b, torch.Tensor) or b.dim() != 3:
+            raise ValueError(f"B must be a 3-D (E, N, K) tensor, got {getattr(b, 'shape', b)}")
+        e, n, k = b.shape
+    _check_grouped(a, e, n, k, offs, bias, recipe)
+    m = a.shape[0]
+    if isinstance(b, QuantizedWeight):
+        if torch.is_grad_enabled() and a.requires_grad:
+            raise ValueError("a prequantized weight is for inference: A must not require grad")
+        if m == 0:
+            return a.new_zeros(0, n)
+        ap, poffs = a, offs
+        if recipe.pad_token_groups is not None:
+            ap, poffs = ops.pad_token_groups(a.contiguous(), offs, recipe.pad_token_groups)
+        ac, as_, a_amax, scope = _quantize_a_grouped(ap.contiguous(), poffs, recipe)
+        y = _grouped_gemm(ac, as_, a_amax, scope, b, poffs, bias, recipe, a.dtype)
+        if recipe.pad_token_groups is not None:
+            y = ops.unpad_token_groups(y, offs, poffs, m)
+        return y
+    if m == 0:  # zero tokens: an empty result whose gradients are zero
+        y = a.new_zeros(0, n) + (b.sum() * 0).to(a.dtype) + (a.sum() * 0)
+        return y if bias is None else y + (bias.sum() * 0).to(a.dtype)
+    sr = next_sr_offset(recipe)
+    if recipe.pad_token_groups is None:
+        return _GroupedMM.apply(a.contiguous(), b, offs, bias, recipe, sr)
+    align = recipe.pad_token_groups
+    ap, poffs = pad_token_groups(a.contiguous(), offs, align)
+    yp = _GroupedMM.apply(ap, b, poffs, bias, recipe, sr)
+    return unpad_token_groups(yp, offs, poffs, m, align)

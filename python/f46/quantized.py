@@ -1,0 +1,262 @@
+"""Quantized-tensor helpers shared by the autograd functions, modules and compat layer.
+
+Every helper is a thin composition of the f46 custom ops (python/f46/ops.py); no numerics are
+re-implemented here. Section numbers refer to docs/numerics.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+import torch
+
+from . import ops
+from .recipe import GRAD_RULE, GRAD_SCALE_BOUND, Recipe
+
+
+def round_up(v: int, a: int) -> int:
+    return (v + a - 1) // a * a
+
+
+@dataclasses.dataclass
+class QuantizedTensor:
+    """NVFP4 tensor (N1): codes (R, C/2) uint8, scales (R, C/16) uint8 E4M3, global amax
+    float32 (1) | (R) | (E) with `scope` "tensor" | "row" | "group" over rows split by
+    `offsets` (E) int32."""
+
+    codes: torch.Tensor
+    scales: torch.Tensor
+    amax: torch.Tensor
+    scope: str = "tensor"
+    scale_bound: float = 256.0
+    offsets: Optional[torch.Tensor] = None
+
+    @property
+    def shape(self):
+        return (self.codes.shape[0], self.codes.shape[1] * 2)
+
+    def dequantize(self, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:  # N8
+        return ops.dequantize(
+            self.codes,
+            self.scales,
+            self.amax,
+            offsets=self.offsets,
+            scope=self.scope,
+            scale_bound=self.scale_bound,
+            dtype=dtype,
+        )
+
+
+@dataclasses.dataclass
+class QuantizedWeight:
+    """A weight quantized once: dense w (N, K) or grouped w (E, N, K).
+
+    codes (N, K/2) | (E, N, K/2), scales (N, K/16) | (E, N, K/16), amax (1) | (E) float32.
+    codes_t / scales_t: the columnwise quantization (N1, quantized along N), (K, N/2) |
+    (E, K, N/2) and (K, N/16) | (E, K, N/16), or None when not requested.
+    `key` identifies the weight version it was made from (see weight_key).
+    """
+
+    codes: torch.Tensor
+    scales: torch.Tensor
+    amax: torch.Tensor
+    codes_t: Optional[torch.Tensor]
+    scales_t: Optional[torch.Tensor]
+    scale_bound: float
+    block: int
+    err_mode: str
+    grouped: bool
+    key: tuple = ()
+
+    @property
+    def out_features(self) -> int:
+        return self.codes.shape[-2]
+
+    @property
+    def in_features(self) -> int:
+        return self.codes.shape[-1] * 2
+
+    def dequantize(self, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+        if not self.grouped:
+            return ops.dequantize(
+                self.codes, self.scales, self.amax, scale_bound=self.scale_bound, dtype=dtype
+            )
+        e, n, k2 = self.codes.shape
+        w = ops.dequantize(
+            self.codes.reshape(e * n, k2),
+            self.scales.reshape(e * n, k2 // 8),
+            self.amax,
+            offsets=expert_row_offsets(e, n, self.codes.device),
+            scope="group",
+            scale_bound=self.scale_bound,
+            dtype=dtype,
+        )
+        return w.view(e, n, k2 * 2)
+
+
+def weight_key(w: torch.Tensor, recipe: Recipe, columnwise: bool) -> tuple:
+    """Identity of a weight version: storage, in-place version counter, shape, recipe."""
+    return (
+        w.data_ptr(),
+        w._version,
+        tuple(w.shape),
+        w.dtype,
+        w.device,
+        recipe.err_mode,
+        recipe.scale_bound,
+        recipe.weight_block,
+        columnwise,
+    )
+
+
+def expert_row_offsets(e: int, n: int, device) -> torch.Tensor:
+    """(E) int32 group ends of the (E*N, K) view of a grouped weight: N, 2N, ..., E*N."""
+    return torch.arange(1, e + 1, device=device, dtype=torch.int32) * n
+
+
+def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -> QuantizedWeight:
+    """4/6 weight quantization (N3) with recipe.weight_block blocks and a per-tensor (dense) or
+    per-expert (grouped, N2) amax. w: (N, K) or (E, N, K)."""
+    block = recipe.weight_block
+    if w.dim() == 2:
+        n, k = w.shape
+        _check_weight_shape(n, k, block, columnwise, "weight")
+        w2 = w.contiguous()
+        amax = ops.amax(w2, scope="tensor")  # (1)
+        c, s, ct, st = ops.quantize(
+            w2,
+            amax,
+            scope="tensor",
+            rule=recipe.err_mode,
+            scale_bound=recipe.scale_bound,
+            block=block,
+            columnwise=columnwise,
+        )
+        return QuantizedWeight(
+            c, s, amax, ct if columnwise else None, st if columnwise else None,
+            recipe.scale_bound, block, recipe.err_mode, False, weight_key(w, recipe, columnwise),
+        )
+    if w.dim() != 3:
+        raise ValueError(f"weight must be 2-D (N, K) or 3-D (E, N, K), got shape {tuple(w.shape)}")
+    e, n, k = w.shape
+    _check_weight_shape(n, k, block, columnwise, "grouped weight")
+    w2 = w.contiguous().view(e * n, k)
+    offs = expert_row_offsets(e, n, w.device)
+    amax = ops.amax(w2, scope="group", offsets=offs)  # (E)
+    c, s, ct, st = ops.quantize(
+        w2,
+        amax,
+        offsets=offs,
+        scope="group",
+        rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound,
+        block=block,
+        columnwise=columnwise,
+    )
+    c = c.view(e, n, k // 2)
+    s = s.view(e, n, k // 16)
+    if columnwise:
+        # (K, E*N/2) -> (E, K, N/2): expert g owns columns [g*N, (g+1)*N) of W^T.
+        ct = ct.view(k, e, n // 2).permute(1, 0, 2).contiguous()
+        st = st.view(k, e, n // 16).permute(1, 0, 2).contiguous()
+    else:
+        ct = st = None
+    return QuantizedWeight(
+        c, s, amax, ct, st, recipe.scale_bound, block, recipe.err_mode, True,
+        weight_key(w, recipe, columnwise),
+    )
+
+
+def _check_weight_shape(n: int, k: int, block: int, columnwise: bool, what: str) -> None:
+    if k % 16 != 0:
+        raise ValueError(f"{what} in_features (K) must be a multiple of 16, got K={k}")
+    if (block == 16 or columnwise) and n % 16 != 0:
+        raise ValueError(
+            f"{what} out_features (N) must be a multiple of 16 for "
+            f"{'16x16 weight blocks' if block == 16 else 'the quantized backward'}, got N={n}"
+        )
+
+
+class WeightCache:
+    """Keeps the QuantizedWeight of the current version of one weight (prequantized inference).
+    A new version (in-place update bumps w._version; a new tensor changes data_ptr) or another
+    recipe re-quantizes."""
+
+    def __init__(self):
+        self._qw: Optional[QuantizedWeight] = None
+
+    def get(self, w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -> QuantizedWeight:
+        key = weight_key(w, recipe, columnwise)
+        if self._qw is None or self._qw.key != key:
+            with torch.no_grad():
+                self._qw = quantize_weight(w.detach(), recipe, columnwise)
+        return self._qw
+
+    def clear(self) -> None:
+        self._qw = None
+
+
+# ---- gradients (N4) ----------------------------------------------------------------------
+_sr_calls = [0]
+
+
+def next_sr_offset(recipe: Recipe) -> int:
+    """Philox counter offset (N6) of one stochastic-rounding backward. Eager mode advances it
+    once per call; under torch.compile the offset is 0 (a graph constant) so compiled and eager
+    runs agree when the counter starts at 0 (see reset_sr_offset)."""
+    if not recipe.stochastic:
+        return 0
+    if torch.compiler.is_compiling():
+        return 0
+    v = _sr_calls[0]
+    _sr_calls[0] += 1
+    return v
+
+
+def reset_sr_offset(value: int = 0) -> None:
+    _sr_calls[0] = value
+
+
+def quantize_gradient(
+    dy: torch.Tensor,
+    amax: torch.Tensor,
+    recipe: Recipe,
+    sr_offset: int,
+    *,
+    scope: str = "tensor",
+    offsets: Optional[torch.Tensor] = None,
+    rowwise: bool = True,
+    columnwise: bool = False,
+    amax_columnwise: Optional[torch.Tensor] = None,
+):
+    """Standard NVFP4 gradient quantization (N4: bound 448, rule all6), RNE (N5) or SR (N6);
+    the columnwise output gets the RHT (N7) when recipe.wgrad_rht."""
+    return ops.quantize(
+        dy,
+        amax,
+        offsets=offsets,
+        scope=scope,
+        rule=GRAD_RULE,
+        scale_bound=GRAD_SCALE_BOUND,
+        block=1,
+        gradient=True,
+        stochastic=recipe.stochastic,
+        seed=recipe.seed,
+        offset=sr_offset,
+        rht_columnwise=recipe.wgrad_rht and columnwise,
+        rowwise=rowwise,
+        columnwise=columnwise,
+        amax_columnwise=amax_columnwise,
+    )
+
+
+def gemm_out_dtype(dtype: torch.dtype) -> torch.dtype:
+    """GEMM output dtype for a result wanted in `dtype` (the ops emit bf16 or fp32)."""
+    return dtype if dtype in (torch.bfloat16, torch.float32) else torch.float32
+
+
+def bias_for_gemm(bias: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+    if bias is None or bias.dtype in (torch.float32, torch.bfloat16):
+        return bias
+    return bias.float()
