@@ -1,0 +1,202 @@
+// Public quantize / dequantize / amax: validate every argument (messages name the argument and
+// its value), then dispatch to the backend of the input's device. Semantics: docs/numerics.md.
+#include "f46/quantize.h"
+
+#include <cstdint>
+
+#include "backend.h"
+#include "check.h"
+
+namespace f46 {
+
+const char* rule_name(Rule r) {
+  switch (r) {
+    case Rule::kMAE: return "mae";
+    case Rule::kMSE: return "mse";
+    case Rule::kAbsMax: return "abs_max";
+    case Rule::kAll6: return "all6";
+    case Rule::kAll4: return "all4";
+  }
+  return "?";
+}
+
+namespace {
+
+const char* scope_name(AmaxScope s) {
+  switch (s) {
+    case AmaxScope::kTensor: return "tensor";
+    case AmaxScope::kRow: return "row";
+    case AmaxScope::kGroup: return "group";
+  }
+  return "?";
+}
+
+void check_float_matrix(const TensorView& v, const char* name) {
+  check::dtype_in(v, name, {DType::kBFloat16, DType::kFloat16, DType::kFloat32});
+  check::rows_contiguous(v, name);
+}
+
+void check_bound(float bound, const char* name) {
+  F46_CHECK(bound == 256.0f || bound == 448.0f, name, " must be 256 or 448, got ", bound);
+}
+
+// On the CPU every offset must be a multiple of 16 (a quantization block may not straddle two
+// groups, N11). On CUDA offsets are never read by the host; kernels clamp them.
+void check_offsets_aligned(const TensorView& offs, const char* name, const char* why) {
+  if (offs.device != Device::kCPU) return;
+  const int32_t* p = offs.ptr<const int32_t>();
+  for (int64_t g = 0; g < offs.size(0); ++g) {
+    const int32_t o = p[g * offs.strides[0]];
+    F46_CHECK(o % 16 == 0, name, "[", g, "] = ", o, " must be a multiple of 16 (", why, ")");
+  }
+}
+
+// The amax tensor(s) and offsets of a GlobalAmax over `rows` rows (N2).
+void check_global_amax(const GlobalAmax& a, const char* name, int64_t rows,
+                       const TensorView& ref, const char* ref_name) {
+  const std::string amax_name = std::string(name) + ".amax";
+  const std::string offs_name = std::string(name) + ".offsets";
+  const std::string col_name = std::string(name) + ".amax_columnwise";
+  int64_t want = 1;
+  if (a.scope == AmaxScope::kRow) want = rows;
+  if (a.scope == AmaxScope::kGroup) {
+    F46_CHECK(a.offsets.defined(), offs_name, " is required for scope group but undefined");
+    check::dtype(a.offsets, offs_name.c_str(), DType::kInt32);
+    F46_CHECK(a.offsets.ndim == 1, offs_name, " must be 1-D (E), got ", a.offsets.describe());
+    check::same_device(ref, ref_name, a.offsets, offs_name.c_str());
+    if (a.offsets.device == Device::kCPU) check::offsets_host(a.offsets, offs_name.c_str(), rows);
+    want = a.offsets.size(0);
+  }
+  check::dtype(a.amax, amax_name.c_str(), DType::kFloat32);
+  check::shape(a.amax, amax_name.c_str(), {want});
+  check::same_device(ref, ref_name, a.amax, amax_name.c_str());
+  if (a.amax_columnwise.defined()) {
+    check::dtype(a.amax_columnwise, col_name.c_str(), DType::kFloat32);
+    check::shape(a.amax_columnwise, col_name.c_str(), {want});
+    check::same_device(ref, ref_name, a.amax_columnwise, col_name.c_str());
+  }
+}
+
+void check_output(const TensorView& v, const char* name, int64_t rows, int64_t cols,
+                  const TensorView& x) {
+  check::dtype(v, name, DType::kUInt8);
+  check::shape(v, name, {rows, cols});
+  check::contiguous(v, name);
+  check::same_device(x, "x", v, name);
+  check::no_alias(v, name, x, "x");
+}
+
+}  // namespace
+
+void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
+              QuantizedOutputs& out, const Context& ctx) {
+  check_float_matrix(x, "x");
+  const int64_t R = x.size(0), C = x.size(1);
+  F46_CHECK(C % 16 == 0, "x columns must be a multiple of 16 (1x16 blocks), got x ",
+            x.describe());
+  check_bound(cfg.scale_bound, "cfg.scale_bound");
+  F46_CHECK(cfg.rowwise || cfg.columnwise,
+            "cfg.rowwise and cfg.columnwise are both false: nothing to quantize");
+  if (cfg.gradient) {
+    F46_CHECK(cfg.scale_bound == 448.0f, "cfg.gradient needs cfg.scale_bound 448, got ",
+              cfg.scale_bound);
+    F46_CHECK(cfg.rule == Rule::kAll6, "cfg.gradient needs cfg.rule all6, got ",
+              rule_name(cfg.rule));
+  }
+  if (cfg.rounding == Rounding::kStochastic) {
+    F46_CHECK(cfg.gradient || cfg.rule == Rule::kAll6 || cfg.rule == Rule::kAll4,
+              "cfg.rounding stochastic needs cfg.rule all6 or all4 (or cfg.gradient), got rule ",
+              rule_name(cfg.rule));
+  }
+  if (cfg.block == Block::k16x16) {
+    F46_CHECK(R % 16 == 0, "cfg.block 16x16 needs x rows % 16 == 0, got x ", x.describe());
+  }
+  if (cfg.columnwise) {
+    F46_CHECK(R % 16 == 0, "cfg.columnwise needs x rows % 16 == 0, got x ", x.describe());
+  }
+  if (amax.scope == AmaxScope::kRow) {
+    F46_CHECK(!cfg.columnwise, "amax.scope row cannot be combined with cfg.columnwise "
+              "(per-row scales do not transpose)");
+    F46_CHECK(cfg.block == Block::k1x16, "amax.scope row needs cfg.block 1x16, got 16x16");
+  }
+  F46_CHECK(amax.scope == AmaxScope::kTensor || amax.scope == AmaxScope::kRow ||
+                amax.scope == AmaxScope::kGroup,
+            "amax.scope is invalid: ", static_cast<int>(amax.scope));
+  check_global_amax(amax, "amax", R, x, "x");
+  if (amax.scope == AmaxScope::kGroup) {
+    if (cfg.columnwise) check_offsets_aligned(amax.offsets, "amax.offsets", "cfg.columnwise");
+    if (cfg.block == Block::k16x16)
+      check_offsets_aligned(amax.offsets, "amax.offsets", "cfg.block 16x16");
+  }
+  if (cfg.rowwise) {
+    check_output(out.codes, "out.codes", R, C / 2, x);
+    check_output(out.scales, "out.scales", R, C / 16, x);
+    check::no_alias(out.codes, "out.codes", out.scales, "out.scales");
+  }
+  if (cfg.columnwise) {
+    check_output(out.codes_t, "out.codes_t", C, R / 2, x);
+    check_output(out.scales_t, "out.scales_t", C, R / 16, x);
+    check::no_alias(out.codes_t, "out.codes_t", out.scales_t, "out.scales_t");
+    if (cfg.rowwise) {
+      check::no_alias(out.codes, "out.codes", out.codes_t, "out.codes_t");
+      check::no_alias(out.codes, "out.codes", out.scales_t, "out.scales_t");
+      check::no_alias(out.scales, "out.scales", out.codes_t, "out.codes_t");
+      check::no_alias(out.scales, "out.scales", out.scales_t, "out.scales_t");
+    }
+  }
+  if (x.device == Device::kCPU) cpu::quantize(x, amax, cfg, out, ctx);
+  else cuda::quantize(x, amax, cfg, out, ctx);
+}
+
+void dequantize(const TensorView& codes, const TensorView& scales, const GlobalAmax& amax,
+                float scale_bound, TensorView& out, const Context& ctx) {
+  check_float_matrix(out, "out");
+  const int64_t rows = out.size(0), cols = out.size(1);
+  F46_CHECK(cols % 16 == 0, "out columns must be a multiple of 16, got out ", out.describe());
+  check::dtype(codes, "codes", DType::kUInt8);
+  check::shape(codes, "codes", {rows, cols / 2});
+  check::rows_contiguous(codes, "codes");
+  check::dtype(scales, "scales", DType::kUInt8);
+  check::shape(scales, "scales", {rows, cols / 16});
+  check::rows_contiguous(scales, "scales");
+  check_bound(scale_bound, "scale_bound");
+  check::same_device(codes, "codes", scales, "scales");
+  check::same_device(codes, "codes", out, "out");
+  check_global_amax(amax, "amax", rows, codes, "codes");
+  check::no_alias(out, "out", codes, "codes");
+  check::no_alias(out, "out", scales, "scales");
+  if (codes.device == Device::kCPU) cpu::dequantize(codes, scales, amax, scale_bound, out, ctx);
+  else cuda::dequantize(codes, scales, amax, scale_bound, out, ctx);
+}
+
+void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Context& ctx) {
+  check_float_matrix(x, "x");
+  const int64_t R = x.size(0);
+  int64_t want = 1;
+  if (cfg.scope == AmaxScope::kRow) {
+    F46_CHECK(!cfg.rht_columns, "cfg.rht_columns cannot be combined with cfg.scope row");
+    want = R;
+  } else if (cfg.scope == AmaxScope::kGroup) {
+    F46_CHECK(cfg.offsets.defined(), "cfg.offsets is required for cfg.scope group but undefined");
+    check::dtype(cfg.offsets, "cfg.offsets", DType::kInt32);
+    F46_CHECK(cfg.offsets.ndim == 1, "cfg.offsets must be 1-D (E), got ", cfg.offsets.describe());
+    check::same_device(x, "x", cfg.offsets, "cfg.offsets");
+    if (cfg.offsets.device == Device::kCPU) check::offsets_host(cfg.offsets, "cfg.offsets", R);
+    if (cfg.rht_columns) check_offsets_aligned(cfg.offsets, "cfg.offsets", "cfg.rht_columns");
+    want = cfg.offsets.size(0);
+  } else {
+    F46_CHECK(cfg.scope == AmaxScope::kTensor, "cfg.scope is invalid: ",
+              static_cast<int>(cfg.scope), " (", scope_name(cfg.scope), ")");
+  }
+  if (cfg.rht_columns) {
+    F46_CHECK(R % 16 == 0, "cfg.rht_columns needs x rows % 16 == 0, got x ", x.describe());
+  }
+  check::dtype(out, "out", DType::kFloat32);
+  check::shape(out, "out", {want});
+  check::same_device(x, "x", out, "out");
+  check::no_alias(out, "out", x, "x");
+  if (x.device == Device::kCPU) cpu::amax(x, cfg, out, ctx);
+  else cuda::amax(x, cfg, out, ctx);
+}
+
+}  // namespace f46
