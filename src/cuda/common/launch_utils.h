@@ -1,0 +1,34 @@
+// Host-side launch helpers shared by the CUDA kernels: the context's stream, grid sizes,
+// pointer alignment.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "f46/error.h"
+#include "f46/tensor.h"
+
+namespace f46::cuda {
+
+inline cudaStream_t stream_of(const Context& ctx) {
+  return static_cast<cudaStream_t>(ctx.cuda_stream);
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Grid x-dimension for `n` work items of `per_cta` each; f46::Error past the CUDA limit.
+inline unsigned grid_x(int64_t n, int64_t per_cta) {
+  const int64_t g = ceil_div(n, per_cta);
+  F46_CHECK(g < (int64_t{1} << 31), "grid too large: ", g, " CTAs for ", n, " items");
+  return static_cast<unsigned>(g > 0 ? g : 1);
+}
+
+inline bool aligned_to(const void* p, int64_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
+}
+
+// Largest group-offset count the kernels stage in shared memory (48 KB of int32).
+inline constexpr int kMaxGroups = 12288;
+
+}  // namespace f46::cuda

@@ -1,0 +1,56 @@
+// Device-side element I/O: loads of 16 consecutive elements of bf16/fp16/fp32 as float
+// (vectorised 16-byte loads where aligned) and the float -> output dtype casts (N8).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "common/numerics.h"
+#include "cuda/common/element_types.h"
+
+namespace f46::cuda {
+
+__device__ __forceinline__ float to_float(Bf16, uint16_t v) {
+  return num::from_bits(static_cast<uint32_t>(v) << 16);  // exact
+}
+__device__ __forceinline__ float to_float(F16, uint16_t v) {
+  return __half2float(__ushort_as_half(v));  // exact
+}
+__device__ __forceinline__ float to_float(F32, float v) { return v; }
+
+// x[0..16) = p[0..16) as float. `vec`: p is 16-byte aligned (2 x 16 B bf16/fp16, 4 x 16 B fp32).
+template <typename T>
+__device__ __forceinline__ void load16(const typename T::Storage* p, bool vec, float (&x)[16]) {
+  using S = typename T::Storage;
+  if (vec) {
+    constexpr int kPerVec = 16 / sizeof(S);
+#pragma unroll
+    for (int v = 0; v < 16 / kPerVec; ++v) {
+      const uint4 w = __ldg(reinterpret_cast<const uint4*>(p) + v);
+      const S* s = reinterpret_cast<const S*>(&w);
+#pragma unroll
+      for (int i = 0; i < kPerVec; ++i) x[v * kPerVec + i] = to_float(T{}, s[i]);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 16; ++i) x[i] = to_float(T{}, p[i]);
+  }
+}
+
+// float -> bf16 bits, round to nearest even; NaN stays a quiet NaN with its sign.
+__device__ __forceinline__ uint16_t bf16_bits_rne(float f) {
+  const uint32_t u = num::bits(f);
+  if (num::is_nan(f)) return static_cast<uint16_t>((u >> 16) | 0x40u);
+  return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ __forceinline__ uint16_t f16_bits_rne(float f) {
+  return __half_as_ushort(__float2half_rn(f));
+}
+
+__device__ __forceinline__ void store_as(Bf16, uint16_t* p, float v) { *p = bf16_bits_rne(v); }
+__device__ __forceinline__ void store_as(F16, uint16_t* p, float v) { *p = f16_bits_rne(v); }
+__device__ __forceinline__ void store_as(F32, float* p, float v) { *p = v; }
+
+}  // namespace f46::cuda

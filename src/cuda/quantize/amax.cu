@@ -1,0 +1,69 @@
+// f46::cuda::amax: launchers of the amax kernels (N9). Stream-ordered memset + kernel; no sync.
+#include "backend.h"
+#include "cuda/common/cuda_check.h"
+#include "cuda/common/launch_utils.h"
+#include "cuda/quantize/amax_kernels.cuh"
+
+namespace f46::cuda {
+
+namespace {
+
+template <typename T>
+void launch_amax(const AmaxParams& p, bool rht_columns, size_t shared, cudaStream_t stream) {
+  if (rht_columns) {
+    const dim3 grid(grid_x(p.cols, kAmaxThreads),
+                    static_cast<unsigned>(ceil_div(p.rows / 16, kRhtRowBlocksPerThread)));
+    amax_rht_columns_kernel<T><<<grid, kAmaxThreads, shared, stream>>>(p);
+    F46_CHECK_LAUNCH("amax_rht_columns_kernel");
+  } else {
+    // Enough warps to fill the GPU several times; each takes a contiguous range of rows.
+    const int64_t warps = p.rows < 132 * 64 ? p.rows : 132 * 64;
+    const dim3 grid(grid_x(warps, kAmaxWarps));
+    amax_rows_kernel<T><<<grid, kAmaxThreads, shared, stream>>>(p);
+    F46_CHECK_LAUNCH("amax_rows_kernel");
+  }
+}
+
+}  // namespace
+
+void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Context& ctx) {
+  AmaxParams p;
+  p.x = x.data;  // x: (R, C)
+  p.x_stride = x.strides[0];
+  p.rows = x.size(0);
+  p.cols = x.size(1);
+  p.scope = cfg.scope == AmaxScope::kRow
+                ? ScopeKind::kRow
+                : (cfg.scope == AmaxScope::kGroup ? ScopeKind::kGroup : ScopeKind::kTensor);
+  p.out = out.ptr<uint32_t>();
+  const int64_t esize = dtype_size(x.dtype);
+  p.vec_load = aligned_to(x.data, 16) && (p.rows <= 1 || (p.x_stride * esize) % 16 == 0);
+  size_t shared = 0;
+  if (p.scope == ScopeKind::kGroup) {
+    p.offsets = cfg.offsets.ptr<int32_t>();
+    p.num_groups = static_cast<int>(cfg.offsets.size(0));
+    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
+              "amax: group count must be in [1, ", kMaxGroups, "], got ", p.num_groups);
+    shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
+  }
+  F46_CHECK(!cfg.rht_columns || p.scope != ScopeKind::kRow,
+            "amax: rht_columns needs tensor or group scope");
+  F46_CHECK(!cfg.rht_columns || p.rows % 16 == 0, "amax: rht_columns needs rows % 16 == 0, got ",
+            p.rows);
+  const cudaStream_t stream = stream_of(ctx);
+  if (p.scope != ScopeKind::kRow)
+    F46_CHECK_CUDA(cudaMemsetAsync(p.out, 0, out.numel() * sizeof(float), stream));
+  if (p.rows == 0 || p.cols == 0) {
+    if (p.scope == ScopeKind::kRow && p.rows > 0)
+      F46_CHECK_CUDA(cudaMemsetAsync(p.out, 0, p.rows * sizeof(float), stream));
+    return;
+  }
+  switch (x.dtype) {
+    case DType::kBFloat16: launch_amax<Bf16>(p, cfg.rht_columns, shared, stream); break;
+    case DType::kFloat16: launch_amax<F16>(p, cfg.rht_columns, shared, stream); break;
+    case DType::kFloat32: launch_amax<F32>(p, cfg.rht_columns, shared, stream); break;
+    default: F46_CHECK(false, "amax: x must be bf16/fp16/fp32, got ", x.describe());
+  }
+}
+
+}  // namespace f46::cuda

@@ -1,0 +1,112 @@
+// f46::cuda::quantize: fills QuantizeParams from the (already validated) public arguments and
+// launches the kernel for the mode (docs/numerics.md N2-N7). No host synchronisation, no
+// allocation: CUDA-graph capturable on ctx.cuda_stream.
+#include "backend.h"
+#include "cuda/common/cuda_check.h"
+#include "cuda/common/launch_utils.h"
+#include "cuda/common/element_types.h"
+#include "cuda/quantize/quantize_launch.h"
+
+namespace f46::cuda {
+
+namespace {
+
+QuantMode mode_of(const QuantizeConfig& cfg) {
+  if (cfg.gradient) return QuantMode::kGradient;
+  switch (cfg.rule) {
+    case Rule::kMAE: return QuantMode::kMAE;
+    case Rule::kMSE: return QuantMode::kMSE;
+    case Rule::kAbsMax: return QuantMode::kAbsMax;
+    case Rule::kAll6: return QuantMode::kAll6;
+    case Rule::kAll4: return QuantMode::kAll4;
+  }
+  return QuantMode::kMAE;
+}
+
+ScopeKind scope_of(AmaxScope s) {
+  return s == AmaxScope::kRow ? ScopeKind::kRow
+                              : (s == AmaxScope::kGroup ? ScopeKind::kGroup : ScopeKind::kTensor);
+}
+
+}  // namespace
+
+void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
+              QuantizedOutputs& out, const Context& ctx) {
+  const int64_t rows = x.size(0), cols = x.size(1);  // x: (R, C)
+  if (rows == 0 || cols == 0 || (!cfg.rowwise && !cfg.columnwise)) return;
+  const bool tile16 = cfg.block == Block::k16x16;
+  F46_CHECK(cols % 16 == 0, "quantize: x columns must be a multiple of 16, got ", cols);
+  F46_CHECK(!(cfg.columnwise || tile16) || rows % 16 == 0,
+            "quantize: columnwise output and 16x16 blocks need rows % 16 == 0, got ", rows);
+  F46_CHECK(!(amax.scope == AmaxScope::kRow && (cfg.columnwise || tile16)),
+            "quantize: row-scope amax works only with rowwise 1x16 output");
+  F46_CHECK(!(cfg.rounding == Rounding::kStochastic && !cfg.gradient && cfg.rule != Rule::kAll6 &&
+              cfg.rule != Rule::kAll4),
+            "quantize: stochastic rounding needs rule all6/all4 or gradient mode, got rule ",
+            rule_name(cfg.rule));
+
+  QuantizeParams p;
+  p.x = x.data;
+  p.x_stride = x.strides[0];
+  p.rows = rows;
+  p.cols = cols;
+  const int64_t esize = dtype_size(x.dtype);
+  p.vec_load = aligned_to(x.data, 16) && (rows == 1 || (x.strides[0] * esize) % 16 == 0);
+  p.scope = scope_of(amax.scope);
+  p.amax = amax.amax.ptr<float>();
+  p.amax_t = amax.amax_columnwise.defined() ? amax.amax_columnwise.ptr<float>() : nullptr;
+  size_t shared = 0;
+  if (amax.scope == AmaxScope::kGroup) {
+    p.offsets = amax.offsets.ptr<int32_t>();
+    p.num_groups = static_cast<int>(amax.offsets.size(0));
+    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
+              "quantize: group count must be in [1, ", kMaxGroups, "], got ", p.num_groups);
+    shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
+  }
+  p.bound = cfg.gradient ? 448.0f : cfg.scale_bound;
+  p.stochastic = cfg.rounding == Rounding::kStochastic;
+  p.seed = cfg.seed;
+  p.offset = cfg.offset;
+  p.rht_rowwise = cfg.rht_rowwise;
+  p.rht_columnwise = cfg.rht_columnwise;
+  p.rowwise = cfg.rowwise;
+  p.columnwise = cfg.columnwise;
+  if (cfg.rowwise) {
+    p.codes = out.codes.ptr<uint8_t>();
+    p.codes_stride = out.codes.strides[0];
+    p.scales = out.scales.ptr<uint8_t>();
+    p.scales_stride = out.scales.strides[0];
+    F46_CHECK(aligned_to(p.codes, 8) && p.codes_stride % 8 == 0,
+              "quantize: codes must be 8-byte aligned with a row stride % 8 == 0");
+  }
+  if (cfg.columnwise) {
+    p.codes_t = out.codes_t.ptr<uint8_t>();
+    p.codes_t_stride = out.codes_t.strides[0];
+    p.scales_t = out.scales_t.ptr<uint8_t>();
+    p.scales_t_stride = out.scales_t.strides[0];
+    F46_CHECK(aligned_to(p.codes_t, 8) && p.codes_t_stride % 8 == 0,
+              "quantize: codes_t must be 8-byte aligned with a row stride % 8 == 0");
+  }
+
+  QuantizeLaunch l;
+  l.mode = mode_of(cfg);
+  l.tile16 = tile16;
+  l.tile_kernel = tile16 || cfg.columnwise;
+  l.shared_bytes = shared;
+  if (l.tile_kernel) {
+    const int64_t gy = ceil_div(rows, kTileRows);
+    F46_CHECK(gy <= 65535, "quantize: too many rows for the tile grid: ", rows);
+    l.grid = dim3(grid_x(cols, kTileCols), static_cast<unsigned>(gy));
+  } else {
+    l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads));
+  }
+  const cudaStream_t stream = stream_of(ctx);
+  switch (x.dtype) {
+    case DType::kBFloat16: launch_quantize<Bf16>(p, l, stream); break;
+    case DType::kFloat16: launch_quantize<F16>(p, l, stream); break;
+    case DType::kFloat32: launch_quantize<F32>(p, l, stream); break;
+    default: F46_CHECK(false, "quantize: x must be bf16/fp16/fp32, got ", x.describe());
+  }
+}
+
+}  // namespace f46::cuda

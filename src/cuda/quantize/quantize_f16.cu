@@ -1,0 +1,6 @@
+// Quantization kernels for f16 input (explicit instantiation; see quantize_launch.h).
+#include "cuda/quantize/quantize_launch_impl.cuh"
+
+namespace f46::cuda {
+template void launch_quantize<F16>(const QuantizeParams&, const QuantizeLaunch&, cudaStream_t);
+}  // namespace f46::cuda

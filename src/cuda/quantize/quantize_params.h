@@ -1,0 +1,50 @@
+// Kernel parameters and compile-time configuration of the CUDA quantizer (host + device POD).
+#pragma once
+
+#include <cstdint>
+
+namespace f46::cuda {
+
+// The arithmetic of a quantize call (docs/numerics.md N3, N4): one template parameter.
+enum class QuantMode : uint8_t { kMAE, kMSE, kAbsMax, kAll6, kAll4, kGradient };
+
+// Scope of the global amax, as f46::AmaxScope (kept separate so kernels do not need the API).
+enum class ScopeKind : uint8_t { kTensor, kRow, kGroup };
+
+struct QuantizeParams {
+  const void* x = nullptr;  // (rows, cols) bf16/fp16/fp32, row stride x_stride elements
+  int64_t x_stride = 0;
+  int64_t rows = 0, cols = 0;
+  bool vec_load = false;  // x and its row stride allow 16-byte loads
+
+  ScopeKind scope = ScopeKind::kTensor;
+  const float* amax = nullptr;    // (1) / (rows) / (num_groups) float32
+  const float* amax_t = nullptr;  // for the columnwise output (defaults to amax)
+  const int32_t* offsets = nullptr;  // (num_groups) int32 cumulative group ends, kGroup only
+  int num_groups = 0;
+
+  float bound = 256.0f;        // E4M3 scale bound (N2)
+  bool stochastic = false;     // N6
+  uint64_t seed = 0, offset = 0;
+  bool rht_rowwise = false, rht_columnwise = false;  // N7
+
+  bool rowwise = true, columnwise = false;
+  uint8_t* codes = nullptr;     // (rows, cols/2)
+  int64_t codes_stride = 0;
+  uint8_t* scales = nullptr;    // (rows, cols/16)
+  int64_t scales_stride = 0;
+  uint8_t* codes_t = nullptr;   // (cols, rows/2)
+  int64_t codes_t_stride = 0;
+  uint8_t* scales_t = nullptr;  // (cols, rows/16)
+  int64_t scales_t_stride = 0;
+};
+
+// Rowwise-only 1x16 kernel: one thread per 16-element block.
+inline constexpr int kRowThreads = 256;
+// Tile kernel (16x16 blocks and/or the columnwise output): a kTileRows x kTileCols tile of x
+// per CTA, one thread per 16-element block of each output, transposed in shared memory.
+inline constexpr int kTileRows = 64;
+inline constexpr int kTileCols = 64;
+inline constexpr int kTileThreads = kTileRows * kTileCols / 16;  // 256
+
+}  // namespace f46::cuda
