@@ -9,7 +9,7 @@ from torch import nn
 from .modules import F46GroupedExperts, F46Linear
 from .recipe import Recipe
 
-DEFAULT_SKIP = ("output", "lm_head")
+HEAD_NAMES = ("output", "lm_head")
 
 Skip = Union[Iterable[str], Callable[[str, nn.Module], bool]]
 
@@ -24,25 +24,36 @@ def _is_grouped_experts(m: nn.Module) -> bool:
     return tuple(w3.shape) == (e, f, d) and tuple(w2.shape) == (e, d, f)
 
 
-def _skipper(skip: Skip) -> Callable[[str, nn.Module], bool]:
+def _skipper(skip: Skip, head_names: Iterable[str]) -> Callable[[str, nn.Module], bool]:
+    heads = set(head_names)
     if callable(skip):
-        return skip
-    names = set(skip)
-    return lambda name, _m: name in names or name.rsplit(".", 1)[-1] in names
+        user = skip
+    else:
+        names = set(skip)
+
+        def user(name, _m):
+            return name in names or name.rsplit(".", 1)[-1] in names
+
+    def skipped(name, m):
+        return name in heads or name.rsplit(".", 1)[-1] in heads or bool(user(name, m))
+
+    return skipped
 
 
 def convert_model(
     model: nn.Module,
     recipe: Optional[Recipe] = None,
-    skip: Skip = DEFAULT_SKIP,
+    skip: Skip = (),
+    head_names: Iterable[str] = HEAD_NAMES,
 ) -> nn.Module:
     """Replace, in place, every nn.Linear by F46Linear and every GroupedExperts-like module by
-    F46GroupedExperts (weights copied), except modules selected by `skip`: a collection of
-    names (full dotted names, or last components such as "output"), or a callable
-    (name, module) -> bool. Children of a skipped module are left untouched too.
+    F46GroupedExperts (weights copied), except the output head (modules named as in
+    `head_names`, "output" / "lm_head" by default; pass () to convert it too) and modules
+    selected by `skip`: a collection of names (full dotted names, or last components), or a
+    callable (name, module) -> bool. Children of a skipped module are left untouched too.
     Returns the model."""
     recipe = recipe if recipe is not None else Recipe()
-    skipped = _skipper(skip)
+    skipped = _skipper(skip, head_names)
 
     def visit(parent: nn.Module, prefix: str) -> None:
         for child_name, child in list(parent.named_children()):
