@@ -118,23 +118,34 @@ struct RowScale {
   const std::vector<float>* bias;  // (n) or empty
 };
 
-// out rows [r0, r1) (of a (.., n) output whose row r starts at out_row(r)) from c (rows, n).
+// out rows [r0, r1) (row r at out row out_row0 + r - r0) from the accumulators c (rows, n).
 void write_rows(const float* c, int64_t ldc, int64_t r0, int64_t r1, int64_t n,
                 const RowScale& rs, TensorView& out, int64_t out_row0) {
   const int64_t os = out.strides[out.ndim - 2];
-  for (int64_t r = r0; r < r1; ++r) {
-    const float* acc = c + (r - r0) * ldc;
-    const int64_t orow = out_row0 + (r - r0);
-    const float amax_r = rs.row_amax ? rs.row_amax[r] : 0.0f;
-    const bool has_bias = !rs.bias->empty();
-    for (int64_t j = 0; j < n; ++j) {
-      float y = num::mul(acc[j], rs.s);
-      if (rs.row_amax) y = num::mul(y, amax_r);
-      if (has_bias) y = num::add(y, (*rs.bias)[j]);
-      if (out.dtype == DType::kFloat32) out.ptr<float>()[orow * os + j] = y;
-      else out.ptr<uint16_t>()[orow * os + j] = bf16_rne(y);
+  const bool has_bias = !rs.bias->empty();
+  const bool f32 = out.dtype == DType::kFloat32;
+  constexpr int64_t kChunk = 16;
+  const int64_t chunks = (r1 - r0 + kChunk - 1) / kChunk;
+  gemm_detail::parallel_for(chunks, 4.0 * (r1 - r0) * n, [&](int64_t ci) {
+    std::vector<float> y(static_cast<size_t>(n));
+    for (int64_t r = r0 + ci * kChunk; r < std::min(r1, r0 + (ci + 1) * kChunk); ++r) {
+      const float* acc = c + (r - r0) * ldc;
+      const int64_t orow = out_row0 + (r - r0);
+      for (int64_t j = 0; j < n; ++j) y[j] = num::mul(acc[j], rs.s);
+      if (rs.row_amax) {
+        const float amax_r = rs.row_amax[r];
+        for (int64_t j = 0; j < n; ++j) y[j] = num::mul(y[j], amax_r);
+      }
+      if (has_bias)
+        for (int64_t j = 0; j < n; ++j) y[j] = num::add(y[j], (*rs.bias)[j]);
+      if (f32) {
+        std::memcpy(out.ptr<float>() + orow * os, y.data(), static_cast<size_t>(n) * 4);
+      } else {
+        uint16_t* o = out.ptr<uint16_t>() + orow * os;
+        for (int64_t j = 0; j < n; ++j) o[j] = bf16_rne(y[j]);
+      }
     }
-  }
+  });
 }
 
 void zero_rows(TensorView& out, int64_t r0, int64_t r1, int64_t n) {
