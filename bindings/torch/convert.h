@@ -1,0 +1,34 @@
+// The torch <-> f46 boundary: at::Tensor -> f46::TensorView, option strings -> f46 enums, and
+// f46::Error -> c10::Error (a Python RuntimeError carrying the f46 message). No numerics here.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "f46/f46.h"
+
+namespace f46::torch_ext {
+
+// A view of `t` (dtype, sizes, strides in elements, device). `name` is the argument name
+// used in error messages. An undefined tensor gives an undefined view.
+TensorView to_view(const at::Tensor& t, const char* name);
+TensorView to_view(const std::optional<at::Tensor>& t, const char* name);
+
+AmaxScope parse_scope(const std::string& s, const char* op, const char* name);
+Rule parse_rule(const std::string& s, const char* op);
+Block parse_block(int64_t block, const char* op);
+
+// Runs `fn`, turning an f46::Error into a c10::Error with the same message.
+template <typename F>
+void call_f46(F&& fn) {
+  try {
+    std::forward<F>(fn)();
+  } catch (const Error& e) {
+    TORCH_CHECK(false, e.what());
+  }
+}
+
+}  // namespace f46::torch_ext

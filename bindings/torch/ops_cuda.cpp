@@ -1,0 +1,28 @@
+// CUDA kernels of the f46 ops: run on the device of the first tensor argument, on torch's
+// current CUDA stream of that device (no synchronisation added here).
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include "ops_impl.h"
+
+namespace f46::torch_ext {
+
+struct CudaEnv {
+  static constexpr bool kRun = true;
+  // A misplaced CPU `ref` keeps the current device; the f46 device checks then name it.
+  explicit CudaEnv(const at::Tensor& ref)
+      : guard(ref.is_cuda() ? std::optional<c10::Device>(ref.device()) : std::nullopt),
+        stream(c10::cuda::getCurrentCUDAStream(ref.is_cuda() ? ref.device().index() : -1)) {}
+  Context ctx() const {
+    Context c;
+    c.cuda_stream = stream.stream();
+    return c;
+  }
+  c10::cuda::OptionalCUDAGuard guard;
+  c10::cuda::CUDAStream stream;
+};
+
+}  // namespace f46::torch_ext
+
+TORCH_LIBRARY_IMPL(f46, CUDA, m) { F46_TORCH_IMPL_ALL(m, f46::torch_ext::CudaEnv); }

@@ -1,0 +1,289 @@
+// Kernels of the f46 torch ops, written once over an environment `Env` that is CpuEnv,
+// MetaEnv (shapes only) or CudaEnv (device guard + current stream, ops_cuda.cpp):
+//   Env env(ref);            // ref: the op's first tensor argument
+//   Env::kRun                // false: allocate outputs, call nothing (Meta)
+//   env.ctx()                // the f46::Context of the call
+// Shapes are computed with SymInt so the Meta kernels serve torch.compile's fake tensors.
+// Everything else (argument checks, numbers) is the f46 core's job.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+#include <string>
+#include <tuple>
+
+#include "convert.h"
+
+namespace f46::torch_ext {
+
+struct CpuEnv {
+  static constexpr bool kRun = true;
+  explicit CpuEnv(const at::Tensor&) {}
+  Context ctx() const { return {}; }
+};
+
+struct MetaEnv {
+  static constexpr bool kRun = false;
+  explicit MetaEnv(const at::Tensor&) {}
+  Context ctx() const { return {}; }
+};
+
+inline at::Tensor empty_bytes(const at::Tensor& ref) {
+  return at::empty({0}, ref.options().dtype(at::kByte));
+}
+
+inline void check_dim(const at::Tensor& t, int64_t dim, const char* op, const char* name,
+                      const char* shape) {
+  TORCH_CHECK(t.dim() == dim, "f46::", op, ": `", name, "` must be ", dim, "-D ", shape,
+              ", got ", t.dim(), "-D");
+}
+
+template <class Env>
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
+    const at::Tensor& x, const at::Tensor& amax, const std::optional<at::Tensor>& offsets,
+    c10::string_view scope, c10::string_view rule, double scale_bound, int64_t block,
+    bool gradient, bool stochastic, int64_t seed, int64_t offset, bool rht_rowwise,
+    bool rht_columnwise, bool rowwise, bool columnwise,
+    const std::optional<at::Tensor>& amax_columnwise) {
+  check_dim(x, 2, "quantize", "x", "(R, C)");
+  GlobalAmax ga;
+  ga.scope = parse_scope(std::string(scope), "quantize", "scope");
+  QuantizeConfig cfg;
+  cfg.rule = parse_rule(std::string(rule), "quantize");
+  cfg.scale_bound = static_cast<float>(scale_bound);
+  cfg.block = parse_block(block, "quantize");
+  cfg.gradient = gradient;
+  cfg.rounding = stochastic ? Rounding::kStochastic : Rounding::kNearestEven;
+  cfg.seed = static_cast<uint64_t>(seed);
+  cfg.offset = static_cast<uint64_t>(offset);
+  cfg.rht_rowwise = rht_rowwise;
+  cfg.rht_columnwise = rht_columnwise;
+  cfg.rowwise = rowwise;
+  cfg.columnwise = columnwise;
+
+  const c10::SymInt r = x.sym_size(0);
+  const c10::SymInt c = x.sym_size(1);
+  const auto u8 = x.options().dtype(at::kByte);
+  at::Tensor codes = rowwise ? at::empty_symint({r, c / 2}, u8) : empty_bytes(x);   // (R, C/2)
+  at::Tensor scales = rowwise ? at::empty_symint({r, c / 16}, u8) : empty_bytes(x);  // (R, C/16)
+  at::Tensor codes_t = columnwise ? at::empty_symint({c, r / 2}, u8) : empty_bytes(x);
+  at::Tensor scales_t = columnwise ? at::empty_symint({c, r / 16}, u8) : empty_bytes(x);
+  if constexpr (Env::kRun) {
+    Env env(x);
+    const TensorView xv = to_view(x, "x");
+    ga.amax = to_view(amax, "amax");
+    ga.amax_columnwise = to_view(amax_columnwise, "amax_columnwise");
+    ga.offsets = to_view(offsets, "offsets");
+    QuantizedOutputs out;
+    if (rowwise) {
+      out.codes = to_view(codes, "codes");
+      out.scales = to_view(scales, "scales");
+    }
+    if (columnwise) {
+      out.codes_t = to_view(codes_t, "codes_t");
+      out.scales_t = to_view(scales_t, "scales_t");
+    }
+    call_f46([&] { f46::quantize(xv, ga, cfg, out, env.ctx()); });
+  }
+  return {codes, scales, codes_t, scales_t};
+}
+
+template <class Env>
+at::Tensor dequantize_op(const at::Tensor& codes, const at::Tensor& scales,
+                         const at::Tensor& amax, const std::optional<at::Tensor>& offsets,
+                         c10::string_view scope, double scale_bound, at::ScalarType dtype) {
+  check_dim(codes, 2, "dequantize", "codes", "(R, C/2)");
+  GlobalAmax ga;
+  ga.scope = parse_scope(std::string(scope), "dequantize", "scope");
+  // (R, C) in `dtype`
+  at::Tensor out = at::empty_symint({codes.sym_size(0), codes.sym_size(1) * 2},
+                                    codes.options().dtype(dtype));
+  if constexpr (Env::kRun) {
+    Env env(codes);
+    ga.amax = to_view(amax, "amax");
+    ga.offsets = to_view(offsets, "offsets");
+    const TensorView cv = to_view(codes, "codes");
+    const TensorView sv = to_view(scales, "scales");
+    TensorView ov = to_view(out, "out");
+    call_f46([&] {
+      f46::dequantize(cv, sv, ga, static_cast<float>(scale_bound), ov, env.ctx());
+    });
+  }
+  return out;
+}
+
+template <class Env>
+at::Tensor amax_op(const at::Tensor& x, c10::string_view scope,
+                   const std::optional<at::Tensor>& offsets, bool rht_columns) {
+  check_dim(x, 2, "amax", "x", "(R, C)");
+  AmaxConfig cfg;
+  cfg.scope = parse_scope(std::string(scope), "amax", "scope");
+  cfg.rht_columns = rht_columns;
+  c10::SymInt n = 1;
+  if (cfg.scope == AmaxScope::kRow) n = x.sym_size(0);
+  if (cfg.scope == AmaxScope::kGroup) {
+    TORCH_CHECK(offsets.has_value(), "f46::amax: scope 'group' needs `offsets` (E) int32");
+    check_dim(*offsets, 1, "amax", "offsets", "(E)");
+    n = offsets->sym_size(0);
+  }
+  at::Tensor out = at::empty_symint({n}, x.options().dtype(at::kFloat));  // (1) | (R) | (E)
+  if constexpr (Env::kRun) {
+    Env env(x);
+    cfg.offsets = to_view(offsets, "offsets");
+    const TensorView xv = to_view(x, "x");
+    TensorView ov = to_view(out, "out");
+    call_f46([&] { f46::amax(xv, cfg, ov, env.ctx()); });
+  }
+  return out;
+}
+
+inline QuantizedOperand operand(const at::Tensor& codes, const at::Tensor& scales,
+                                const at::Tensor& amax, AmaxScope scope, double bound,
+                                const char* prefix) {
+  const std::string p(prefix);
+  QuantizedOperand q;
+  q.codes = to_view(codes, (p + "_codes").c_str());
+  q.scales = to_view(scales, (p + "_scales").c_str());
+  q.amax = to_view(amax, (p + "_amax").c_str());
+  q.scope = scope;
+  q.scale_bound = static_cast<float>(bound);
+  return q;
+}
+
+template <class Env>
+at::Tensor gemm_op(const at::Tensor& a_codes, const at::Tensor& a_scales,
+                   const at::Tensor& a_amax, c10::string_view a_scope, double a_bound,
+                   const at::Tensor& b_codes, const at::Tensor& b_scales,
+                   const at::Tensor& b_amax, double b_bound, const std::optional<at::Tensor>& bias,
+                   at::ScalarType out_dtype) {
+  check_dim(a_codes, 2, "gemm", "a_codes", "(M, K/2)");
+  check_dim(b_codes, 2, "gemm", "b_codes", "(N, K/2)");
+  const AmaxScope sa = parse_scope(std::string(a_scope), "gemm", "a_scope");
+  // (M, N)
+  at::Tensor out = at::empty_symint({a_codes.sym_size(0), b_codes.sym_size(0)},
+                                    a_codes.options().dtype(out_dtype));
+  if constexpr (Env::kRun) {
+    Env env(a_codes);
+    const QuantizedOperand a = operand(a_codes, a_scales, a_amax, sa, a_bound, "a");
+    const QuantizedOperand b = operand(b_codes, b_scales, b_amax, AmaxScope::kTensor, b_bound, "b");
+    const TensorView bv = to_view(bias, "bias");
+    TensorView ov = to_view(out, "out");
+    call_f46([&] { f46::gemm(a, b, bv, ov, env.ctx()); });
+  }
+  return out;
+}
+
+template <class Env>
+at::Tensor grouped_gemm_m_op(const at::Tensor& a_codes, const at::Tensor& a_scales,
+                             const at::Tensor& a_amax, c10::string_view a_scope, double a_bound,
+                             const at::Tensor& b_codes, const at::Tensor& b_scales,
+                             const at::Tensor& b_amax, c10::string_view b_scope, double b_bound,
+                             const at::Tensor& offs, const std::optional<at::Tensor>& bias,
+                             at::ScalarType out_dtype) {
+  check_dim(a_codes, 2, "grouped_gemm_m", "a_codes", "(M, K/2)");
+  check_dim(b_codes, 3, "grouped_gemm_m", "b_codes", "(E, N, K/2)");
+  const AmaxScope sa = parse_scope(std::string(a_scope), "grouped_gemm_m", "a_scope");
+  const AmaxScope sb = parse_scope(std::string(b_scope), "grouped_gemm_m", "b_scope");
+  // (M, N)
+  at::Tensor out = at::empty_symint({a_codes.sym_size(0), b_codes.sym_size(1)},
+                                    a_codes.options().dtype(out_dtype));
+  if constexpr (Env::kRun) {
+    Env env(a_codes);
+    const QuantizedOperand a = operand(a_codes, a_scales, a_amax, sa, a_bound, "a");
+    const QuantizedOperand b = operand(b_codes, b_scales, b_amax, sb, b_bound, "b");
+    const TensorView offv = to_view(offs, "offs");
+    const TensorView bv = to_view(bias, "bias");
+    TensorView ov = to_view(out, "out");
+    call_f46([&] { f46::grouped_gemm_m(a, b, offv, bv, ov, env.ctx()); });
+  }
+  return out;
+}
+
+template <class Env>
+at::Tensor grouped_gemm_k_op(const at::Tensor& a_codes, const at::Tensor& a_scales,
+                             const at::Tensor& a_amax, c10::string_view a_scope, double a_bound,
+                             const at::Tensor& b_codes, const at::Tensor& b_scales,
+                             const at::Tensor& b_amax, c10::string_view b_scope, double b_bound,
+                             const at::Tensor& offs, at::ScalarType out_dtype) {
+  check_dim(a_codes, 2, "grouped_gemm_k", "a_codes", "(N, T/2)");
+  check_dim(b_codes, 2, "grouped_gemm_k", "b_codes", "(K, T/2)");
+  check_dim(offs, 1, "grouped_gemm_k", "offs", "(E)");
+  const AmaxScope sa = parse_scope(std::string(a_scope), "grouped_gemm_k", "a_scope");
+  const AmaxScope sb = parse_scope(std::string(b_scope), "grouped_gemm_k", "b_scope");
+  // (E, N, K)
+  at::Tensor out =
+      at::empty_symint({offs.sym_size(0), a_codes.sym_size(0), b_codes.sym_size(0)},
+                       a_codes.options().dtype(out_dtype));
+  if constexpr (Env::kRun) {
+    Env env(a_codes);
+    const QuantizedOperand a = operand(a_codes, a_scales, a_amax, sa, a_bound, "a");
+    const QuantizedOperand b = operand(b_codes, b_scales, b_amax, sb, b_bound, "b");
+    const TensorView offv = to_view(offs, "offs");
+    TensorView ov = to_view(out, "out");
+    call_f46([&] { f46::grouped_gemm_k(a, b, offv, ov, env.ctx()); });
+  }
+  return out;
+}
+
+template <class Env>
+std::tuple<at::Tensor, at::Tensor> pad_token_groups_op(const at::Tensor& x,
+                                                       const at::Tensor& offs,
+                                                       int64_t alignment) {
+  check_dim(x, 2, "pad_token_groups", "x", "(M, C)");
+  check_dim(offs, 1, "pad_token_groups", "offs", "(E)");
+  TORCH_CHECK(alignment >= 1, "f46::pad_token_groups: `alignment` must be >= 1, got ",
+              alignment);
+  const c10::SymInt e = offs.sym_size(0);
+  // (E) int32, written by the op
+  at::Tensor padded_offs = at::empty_symint({e}, offs.options().dtype(at::kInt));
+  if constexpr (Env::kRun) {
+    Env env(x);
+    int64_t rows = 0;
+    call_f46([&] { rows = f46::padded_rows(x.size(0), offs.size(0), alignment); });  // N12
+    at::Tensor out = at::empty({rows, x.size(1)}, x.options());  // (P, C)
+    const TensorView xv = to_view(x, "x");
+    const TensorView offv = to_view(offs, "offs");
+    TensorView ov = to_view(out, "out");
+    TensorView pv = to_view(padded_offs, "padded_offs");
+    call_f46([&] { f46::pad_token_groups(xv, offv, alignment, ov, pv, env.ctx()); });
+    return {out, padded_offs};
+  } else {
+    // N12: round_up(M + E * (alignment - 1), alignment), as f46::padded_rows.
+    const c10::SymInt p = (x.sym_size(0) + e * (alignment - 1) + (alignment - 1)) / alignment *
+                          alignment;
+    return {at::empty_symint({p, x.sym_size(1)}, x.options()), padded_offs};
+  }
+}
+
+template <class Env>
+at::Tensor unpad_token_groups_op(const at::Tensor& y, const at::Tensor& offs,
+                                 const at::Tensor& padded_offs, int64_t num_rows) {
+  check_dim(y, 2, "unpad_token_groups", "y", "(P, C)");
+  TORCH_CHECK(num_rows >= 0, "f46::unpad_token_groups: `num_rows` must be >= 0, got ", num_rows);
+  at::Tensor out = at::empty_symint({c10::SymInt(num_rows), y.sym_size(1)}, y.options());
+  if constexpr (Env::kRun) {
+    Env env(y);
+    const TensorView yv = to_view(y, "y");
+    const TensorView offv = to_view(offs, "offs");
+    const TensorView pv = to_view(padded_offs, "padded_offs");
+    TensorView ov = to_view(out, "out");
+    call_f46([&] { f46::unpad_token_groups(yv, offv, pv, ov, env.ctx()); });
+  }
+  return out;
+}
+
+// m.impl(...) of every op for one dispatch key.
+#define F46_TORCH_IMPL_ALL(m, Env)                                                   \
+  do {                                                                               \
+    m.impl("quantize", &::f46::torch_ext::quantize_op<Env>);                         \
+    m.impl("dequantize", &::f46::torch_ext::dequantize_op<Env>);                     \
+    m.impl("amax", &::f46::torch_ext::amax_op<Env>);                                 \
+    m.impl("gemm", &::f46::torch_ext::gemm_op<Env>);                                 \
+    m.impl("grouped_gemm_m", &::f46::torch_ext::grouped_gemm_m_op<Env>);             \
+    m.impl("grouped_gemm_k", &::f46::torch_ext::grouped_gemm_k_op<Env>);             \
+    m.impl("pad_token_groups", &::f46::torch_ext::pad_token_groups_op<Env>);         \
+    m.impl("unpad_token_groups", &::f46::torch_ext::unpad_token_groups_op<Env>);     \
+  } while (0)
+
+}  // namespace f46::torch_ext

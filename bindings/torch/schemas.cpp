@@ -1,0 +1,29 @@
+// The f46 operator schemas (torch.ops.f46.*). Kernels: ops_cpu.cpp, ops_cuda.cpp, ops_meta.cpp.
+#include <torch/library.h>
+
+TORCH_LIBRARY(f46, m) {
+  m.def(
+      "quantize(Tensor x, Tensor amax, Tensor? offsets, str scope, str rule, float scale_bound, "
+      "int block, bool gradient, bool stochastic, int seed, int offset, bool rht_rowwise, "
+      "bool rht_columnwise, bool rowwise, bool columnwise, Tensor? amax_columnwise) -> "
+      "(Tensor codes, Tensor scales, Tensor codes_t, Tensor scales_t)");
+  m.def(
+      "dequantize(Tensor codes, Tensor scales, Tensor amax, Tensor? offsets, str scope, "
+      "float scale_bound, ScalarType dtype) -> Tensor");
+  m.def("amax(Tensor x, str scope, Tensor? offsets, bool rht_columns) -> Tensor");
+  m.def(
+      "gemm(Tensor a_codes, Tensor a_scales, Tensor a_amax, str a_scope, float a_bound, "
+      "Tensor b_codes, Tensor b_scales, Tensor b_amax, float b_bound, Tensor? bias, "
+      "ScalarType out_dtype) -> Tensor");
+  m.def(
+      "grouped_gemm_m(Tensor a_codes, Tensor a_scales, Tensor a_amax, str a_scope, "
+      "float a_bound, Tensor b_codes, Tensor b_scales, Tensor b_amax, str b_scope, "
+      "float b_bound, Tensor offs, Tensor? bias, ScalarType out_dtype) -> Tensor");
+  m.def(
+      "grouped_gemm_k(Tensor a_codes, Tensor a_scales, Tensor a_amax, str a_scope, "
+      "float a_bound, Tensor b_codes, Tensor b_scales, Tensor b_amax, str b_scope, "
+      "float b_bound, Tensor offs, ScalarType out_dtype) -> Tensor");
+  m.def("pad_token_groups(Tensor x, Tensor offs, int alignment) -> (Tensor, Tensor)");
+  m.def(
+      "unpad_token_groups(Tensor y, Tensor offs, Tensor padded_offs, int num_rows) -> Tensor");
+}

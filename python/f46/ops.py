@@ -1,0 +1,195 @@
+"""Thin keyword wrappers over the f46 custom ops (torch.ops.f46.*).
+
+Every op has a CPU kernel (the exact reference), a CUDA kernel when f46 was built with CUDA,
+and a Meta kernel (shapes only; torch.compile). Numbers follow docs/numerics.md (N1..N12);
+the wrappers add defaults and nothing else. Errors of the core (bad dtype, shape, option)
+surface as RuntimeError with a message naming the argument.
+
+Layouts: codes (R, C/2) uint8, two E2M1 codes per byte (element 2i low nibble, N1.2);
+scales (R, C/16) uint8 E4M3 bytes, linear row-major (N1.3); amax float32 (1) per tensor,
+(R) per row, (E) per group; offsets (E) int32 cumulative group ends over rows.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+
+from . import _loader
+
+_loader.load()
+_ops = torch.ops.f46
+
+Tensor = torch.Tensor
+
+
+def quantize(
+    x: Tensor,
+    amax: Tensor,
+    *,
+    offsets: Optional[Tensor] = None,
+    scope: str = "tensor",
+    rule: str = "mae",
+    scale_bound: float = 256.0,
+    block: int = 1,
+    gradient: bool = False,
+    stochastic: bool = False,
+    seed: int = 0,
+    offset: int = 0,
+    rht_rowwise: bool = False,
+    rht_columnwise: bool = False,
+    rowwise: bool = True,
+    columnwise: bool = False,
+    amax_columnwise: Optional[Tensor] = None,
+) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """NVFP4 4/6 quantization of x (R, C) bf16/fp16/fp32 (N2, N3; gradients N4).
+
+    amax: float32 (1) for scope "tensor", (R) for "row", (E) for "group" with offsets (E).
+    rule: "mae" | "mse" | "abs_max" | "all6" | "all4"; block: 1 (1x16) or 16 (16x16, N1.4).
+    stochastic: stochastic rounding (N6) keyed by (seed, offset + element index).
+    rht_rowwise / rht_columnwise: random Hadamard transform of that output (N7).
+    amax_columnwise: amax for the columnwise output (e.g. after RHT), default amax.
+    Returns (codes (R, C/2), scales (R, C/16), codes_t (C, R/2), scales_t (C, R/16)), uint8;
+    outputs not asked for (rowwise / columnwise False) are empty (0,) tensors.
+    """
+    return _ops.quantize(
+        x, amax, offsets, scope, rule, float(scale_bound), int(block), gradient, stochastic,
+        int(seed), int(offset), rht_rowwise, rht_columnwise, rowwise, columnwise,
+        amax_columnwise,
+    )
+
+
+def dequantize(
+    codes: Tensor,
+    scales: Tensor,
+    amax: Tensor,
+    *,
+    offsets: Optional[Tensor] = None,
+    scope: str = "tensor",
+    scale_bound: float = 256.0,
+    dtype: torch.dtype = torch.bfloat16,
+) -> Tensor:
+    """Dequantize codes (R, C/2) and scales (R, C/16) with the amax they were made with (N8).
+
+    Returns (R, C) in dtype (bf16, fp16 or fp32).
+    """
+    return _ops.dequantize(codes, scales, amax, offsets, scope, float(scale_bound), dtype)
+
+
+def amax(
+    x: Tensor,
+    *,
+    scope: str = "tensor",
+    offsets: Optional[Tensor] = None,
+    rht_columns: bool = False,
+) -> Tensor:
+    """NaN-propagating amax of |x| (N9); x (R, C).
+
+    Returns float32 (1) for scope "tensor", (R) for "row", (E) for "group" (offsets (E)).
+    rht_columns: the amax after the RHT of each 16-row block of every column (N7), as the
+    columnwise output of quantize(..., rht_columnwise=True) needs.
+    """
+    return _ops.amax(x, scope, offsets, rht_columns)
+
+
+def gemm(
+    a_codes: Tensor,
+    a_scales: Tensor,
+    a_amax: Tensor,
+    b_codes: Tensor,
+    b_scales: Tensor,
+    b_amax: Tensor,
+    *,
+    a_scope: str = "tensor",
+    a_bound: float = 256.0,
+    b_bound: float = 256.0,
+    bias: Optional[Tensor] = None,
+    out_dtype: torch.dtype = torch.bfloat16,
+) -> Tensor:
+    """NVFP4 GEMM out (M, N) = gA * gB * A (M, K) x B (N, K)^T (+ bias (N)) (N10).
+
+    a_codes (M, K/2), a_scales (M, K/16), a_amax (1) or (M) for a_scope "row";
+    b_codes (N, K/2), b_scales (N, K/16), b_amax (1). out_dtype: bf16 or fp32.
+    """
+    return _ops.gemm(
+        a_codes, a_scales, a_amax, a_scope, float(a_bound), b_codes, b_scales, b_amax,
+        float(b_bound), bias, out_dtype,
+    )
+
+
+def grouped_gemm_m(
+    a_codes: Tensor,
+    a_scales: Tensor,
+    a_amax: Tensor,
+    b_codes: Tensor,
+    b_scales: Tensor,
+    b_amax: Tensor,
+    offs: Tensor,
+    *,
+    a_scope: str = "tensor",
+    a_bound: float = 256.0,
+    b_scope: str = "tensor",
+    b_bound: float = 256.0,
+    bias: Optional[Tensor] = None,
+    out_dtype: torch.dtype = torch.bfloat16,
+) -> Tensor:
+    """M-grouped NVFP4 GEMM (forward, dgrad; N11): rows of group g of A times B[g]^T.
+
+    a_codes (M, K/2), a_scales (M, K/16), a_amax (1) | (M) row | (E) group;
+    b_codes (E, N, K/2), b_scales (E, N, K/16), b_amax (1) | (E) for b_scope "group";
+    offs (E) int32 cumulative row ends; bias (E, N) or None.
+    Returns (M, N); rows past offs[E-1] are zeros.
+    """
+    return _ops.grouped_gemm_m(
+        a_codes, a_scales, a_amax, a_scope, float(a_bound), b_codes, b_scales, b_amax, b_scope,
+        float(b_bound), offs, bias, out_dtype,
+    )
+
+
+def grouped_gemm_k(
+    a_codes: Tensor,
+    a_scales: Tensor,
+    a_amax: Tensor,
+    b_codes: Tensor,
+    b_scales: Tensor,
+    b_amax: Tensor,
+    offs: Tensor,
+    *,
+    a_scope: str = "tensor",
+    a_bound: float = 256.0,
+    b_scope: str = "tensor",
+    b_bound: float = 256.0,
+    out_dtype: torch.dtype = torch.bfloat16,
+) -> Tensor:
+    """K-grouped NVFP4 GEMM (wgrad; N11): out[g] = gA[g] gB[g] sum over tokens t of group g.
+
+    a_codes (N, T/2), a_scales (N, T/16), b_codes (K, T/2), b_scales (K, T/16): both
+    quantized along the token dim T (columnwise outputs of quantize); amaxes (1) or (E);
+    offs (E) int32 cumulative token ends, multiples of 16. Returns (E, N, K); an empty group
+    gives zeros.
+    """
+    return _ops.grouped_gemm_k(
+        a_codes, a_scales, a_amax, a_scope, float(a_bound), b_codes, b_scales, b_amax, b_scope,
+        float(b_bound), offs, out_dtype,
+    )
+
+
+def pad_token_groups(x: Tensor, offs: Tensor, alignment: int = 128) -> Tuple[Tensor, Tensor]:
+    """Pad each token group of x (M, C) to a multiple of alignment with zero rows (N12).
+
+    offs (E) int32 cumulative group ends. Returns (out (P, C), padded_offs (E) int32) with
+    P = round_up(M + E * (alignment - 1), alignment); rows outside every group are zero.
+    """
+    return _ops.pad_token_groups(x, offs, int(alignment))
+
+
+def unpad_token_groups(y: Tensor, offs: Tensor, padded_offs: Tensor, num_rows: int) -> Tensor:
+    """Inverse of pad_token_groups: y (P, C) -> (num_rows, C); rows past offs[E-1] are zero."""
+    return _ops.unpad_token_groups(y, offs, padded_offs, int(num_rows))
+
+
+def padded_rows(m: int, num_groups: int, alignment: int) -> int:
+    """Rows of the pad_token_groups output: round_up(m + E * (alignment - 1), alignment)."""
+    n = m + num_groups * (alignment - 1)
+    return (n + alignment - 1) // alignment * alignment
