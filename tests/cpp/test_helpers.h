@@ -76,6 +76,18 @@ class HostTensor {
   HostTensor(DType t, const std::vector<int64_t>& shape, int64_t row_stride = 0) {
     init(t, shape, row_stride);
   }
+  // Copies own their storage (the view points into it); moves keep the buffer.
+  HostTensor(const HostTensor& o) : storage_(o.storage_), view_(o.view_) { repoint(o); }
+  HostTensor& operator=(const HostTensor& o) {
+    if (this != &o) {
+      storage_ = o.storage_;
+      view_ = o.view_;
+      repoint(o);
+    }
+    return *this;
+  }
+  HostTensor(HostTensor&&) noexcept = default;
+  HostTensor& operator=(HostTensor&&) noexcept = default;
 
   TensorView& view() { return view_; }
   const TensorView& view() const { return view_; }
@@ -156,6 +168,10 @@ class HostTensor {
       case DType::kInt32: { const int32_t i = static_cast<int32_t>(v); std::memcpy(p, &i, 4); break; }
       case DType::kUInt8: *p = static_cast<uint8_t>(v); break;
     }
+  }
+
+  void repoint(const HostTensor& o) {
+    if (o.view_.data != nullptr) view_.data = storage_.data();
   }
 
   std::vector<uint8_t> storage_;
