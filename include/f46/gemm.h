@@ -37,4 +37,29 @@ void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const 
 void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
                     TensorView& out, const Context& ctx = {});
 
+// ---- Device scratch of the CUDA backend ------------------------------------------------------
+// Bytes of device workspace one CUDA GEMM call uses (dequantized BF16 operands, the FP32
+// product, per-group metadata and the CUTLASS workspace). Pass at least this much, 256-byte
+// aligned, as Context::workspace to avoid a stream-ordered allocation per call; the CPU
+// backend needs none. Sizes as in the calls above (n: columns of out; e: groups).
+namespace detail {
+inline int64_t gemm_ws_round(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+inline int64_t gemm_ws_bytes(int64_t a_elems, int64_t b_elems, int64_t d_elems, int64_t e) {
+  return gemm_ws_round(a_elems * 2) + gemm_ws_round(b_elems * 2) + gemm_ws_round(d_elems * 4) +
+         8 * gemm_ws_round(e * 16) + (int64_t{4} << 20);
+}
+inline int64_t gemm_ws_pad8(int64_t n) { return (n + 7) / 8 * 8; }
+}  // namespace detail
+inline int64_t grouped_gemm_m_workspace_bytes(int64_t m, int64_t n, int64_t k, int64_t e) {
+  return detail::gemm_ws_bytes(m * k, e * detail::gemm_ws_pad8(n) * k,
+                               m * detail::gemm_ws_pad8(n), e);
+}
+inline int64_t gemm_workspace_bytes(int64_t m, int64_t n, int64_t k) {
+  return grouped_gemm_m_workspace_bytes(m, n, k, 1);
+}
+// grouped_gemm_k: a (n, tokens), b (k, tokens), out (e, n, k).
+inline int64_t grouped_gemm_k_workspace_bytes(int64_t n, int64_t k, int64_t tokens, int64_t e) {
+  return detail::gemm_ws_bytes(n * tokens, k * tokens, e * n * k, e);
+}
+
 }  // namespace f46

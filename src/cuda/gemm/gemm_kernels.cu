@@ -1,0 +1,165 @@
+// Dequantization to exact BF16 (N8 without the global scale) and the GEMM epilogue (N10).
+#include "gemm_kernels.h"
+
+#include <algorithm>
+
+#include "common/numerics.h"
+#include "cuda_check.h"
+
+namespace f46::cuda::gemm_detail {
+namespace {
+
+// One CUDA block per output row; each thread converts one 16-element block (one E4M3 scale):
+// 8 code bytes in, 32 bytes of BF16 out.
+__global__ void dequant_bf16_kernel(DequantArgs a) {
+  const int64_t row = blockIdx.x;  // over groups * out_rows
+  const int64_t g = row / a.out_rows;
+  const int64_t r = row - g * a.out_rows;
+  const int64_t nblk = a.k / 16;
+  __nv_bfloat16* out = a.out + row * a.k;
+  const bool real = r < a.rows;
+  const uint8_t* codes = a.codes + g * a.code_group_stride + r * a.code_row_stride;
+  const uint8_t* scales = a.scales + g * a.scale_group_stride + r * a.scale_row_stride;
+  for (int64_t b = threadIdx.x; b < nblk; b += blockDim.x) {
+    alignas(16) __nv_bfloat16 v[16];
+    if (real) {
+      const float s = num::e4m3_to_float(scales[b]);
+      uint8_t c[8];
+      const uint8_t* src = codes + b * 8;
+      if ((reinterpret_cast<uintptr_t>(src) & 7u) == 0) {
+        const uint2 w = *reinterpret_cast<const uint2*>(src);
+        for (int i = 0; i < 4; ++i) c[i] = static_cast<uint8_t>(w.x >> (8 * i));
+        for (int i = 0; i < 4; ++i) c[4 + i] = static_cast<uint8_t>(w.y >> (8 * i));
+      } else {
+        for (int i = 0; i < 8; ++i) c[i] = src[i];
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {  // N1.2: element 2i low nibble, 2i+1 high nibble
+        v[2 * i] = __float2bfloat16_rn(num::mul(num::e2m1_value(c[i] & 0xF), s));
+        v[2 * i + 1] = __float2bfloat16_rn(num::mul(num::e2m1_value(c[i] >> 4), s));
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) v[i] = __float2bfloat16_rn(0.0f);
+    }
+    uint4* dst = reinterpret_cast<uint4*>(out + b * 16);
+    dst[0] = reinterpret_cast<const uint4*>(v)[0];
+    dst[1] = reinterpret_cast<const uint4*>(v)[1];
+  }
+}
+
+__device__ __forceinline__ float global_scale(const float* amax, AmaxScope scope, int g,
+                                              float bound) {
+  const float am = scope == AmaxScope::kGroup ? amax[g] : amax[0];
+  return num::div(am, num::mul(6.0f, bound));
+}
+
+constexpr int kEpiThreads = 256;
+constexpr int kEpiCols = 4;  // columns per thread
+
+// grid.x: output rows (all groups), grid.y: column chunks of kEpiThreads * kEpiCols.
+__global__ void gemm_epilogue_kernel(EpilogueArgs a) {
+  const int64_t row = blockIdx.x;
+  int g = 0;
+  int64_t r = row;  // row inside the output matrix of the group (kTokens) or of out (kRows)
+  bool valid;
+  if (a.mode == GroupMode::kRows) {
+    // First group whose end is past the row (uniform across the block).
+    int lo = 0, hi = a.groups;
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (a.ends[mid] > row) hi = mid;
+      else lo = mid + 1;
+    }
+    g = lo;
+    valid = g < a.groups;
+  } else {
+    g = static_cast<int>(row / a.rows);
+    r = row - static_cast<int64_t>(g) * a.rows;
+    const int32_t start = g == 0 ? 0 : a.ends[g - 1];
+    valid = a.ends[g] > start;
+  }
+  const float* acc = a.mode == GroupMode::kRows ? a.acc + row * a.acc_ld : a.acc + row * a.cols;
+  const int64_t out_off =
+      a.mode == GroupMode::kRows ? row * a.out_ld : g * a.out_group_stride + r * a.out_ld;
+
+  // N10: tensor/group scope s = gA * gB, y = acc * s; row scope
+  // s = (1 / (6 * bound_a)) * gB, y = (acc * s) * amax_row[m]. Then + bias, one cast.
+  const int gg = valid ? g : 0;
+  const float gb = global_scale(a.amax_b, a.scope_b, gg, a.bound_b);
+  const bool row_scope = a.scope_a == AmaxScope::kRow;
+  const float s = row_scope ? num::mul(num::div(1.0f, num::mul(6.0f, a.bound_a)), gb)
+                            : num::mul(global_scale(a.amax_a, a.scope_a, gg, a.bound_a), gb);
+  const float row_amax = row_scope ? a.amax_a[row] : 1.0f;
+
+  const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * kEpiThreads + threadIdx.x) * kEpiCols;
+  if (c0 >= a.cols) return;
+  const int n = a.cols - c0 < kEpiCols ? static_cast<int>(a.cols - c0) : kEpiCols;
+  float x[kEpiCols] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (valid) {
+    if (n == kEpiCols && (reinterpret_cast<uintptr_t>(acc + c0) & 15u) == 0) {
+      const float4 v = *reinterpret_cast<const float4*>(acc + c0);
+      x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+    } else {
+      for (int j = 0; j < n; ++j) x[j] = acc[c0 + j];
+    }
+  }
+  float y[kEpiCols];
+#pragma unroll
+  for (int j = 0; j < kEpiCols; ++j) {
+    y[j] = 0.0f;
+    if (valid && j < n) {
+      y[j] = num::mul(x[j], s);
+      if (row_scope) y[j] = num::mul(y[j], row_amax);
+      if (a.bias != nullptr) {
+        const int64_t bi = static_cast<int64_t>(g) * a.bias_group_stride + c0 + j;
+        const float bv = a.bias_bf16
+                             ? __bfloat162float(static_cast<const __nv_bfloat16*>(a.bias)[bi])
+                             : static_cast<const float*>(a.bias)[bi];
+        y[j] = num::add(y[j], bv);
+      }
+    }
+  }
+  if (a.out_bf16) {
+    __nv_bfloat16* o = static_cast<__nv_bfloat16*>(a.out) + out_off + c0;
+    alignas(8) __nv_bfloat16 h[kEpiCols];
+#pragma unroll
+    for (int j = 0; j < kEpiCols; ++j) h[j] = __float2bfloat16_rn(y[j]);
+    if (n == kEpiCols && (reinterpret_cast<uintptr_t>(o) & 7u) == 0) {
+      *reinterpret_cast<uint2*>(o) = *reinterpret_cast<const uint2*>(h);
+    } else {
+      for (int j = 0; j < n; ++j) o[j] = h[j];
+    }
+  } else {
+    float* o = static_cast<float*>(a.out) + out_off + c0;
+    if (n == kEpiCols && (reinterpret_cast<uintptr_t>(o) & 15u) == 0) {
+      *reinterpret_cast<float4*>(o) = make_float4(y[0], y[1], y[2], y[3]);
+    } else {
+      for (int j = 0; j < n; ++j) o[j] = y[j];
+    }
+  }
+}
+
+}  // namespace
+
+void launch_dequant_bf16(const DequantArgs& a, cudaStream_t stream) {
+  const int64_t rows = a.groups * a.out_rows;
+  if (rows == 0 || a.k == 0) return;
+  F46_CHECK(rows <= INT32_MAX, "dequantize for GEMM: too many rows: ", rows);
+  const int64_t nblk = a.k / 16;
+  const int threads = static_cast<int>(std::min<int64_t>(256, (nblk + 31) / 32 * 32));
+  dequant_bf16_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(a);
+  F46_GEMM_CUDA_OK(cudaGetLastError());
+}
+
+void launch_gemm_epilogue(const EpilogueArgs& a, cudaStream_t stream) {
+  const int64_t rows = a.mode == GroupMode::kRows ? a.rows : a.groups * a.rows;
+  if (rows == 0 || a.cols == 0) return;
+  F46_CHECK(rows <= INT32_MAX, "GEMM epilogue: too many rows: ", rows);
+  const int64_t chunk = int64_t{kEpiThreads} * kEpiCols;
+  const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>((a.cols + chunk - 1) / chunk));
+  gemm_epilogue_kernel<<<grid, kEpiThreads, 0, stream>>>(a);
+  F46_GEMM_CUDA_OK(cudaGetLastError());
+}
+
+}  // namespace f46::cuda::gemm_detail

@@ -1,0 +1,253 @@
+// f46::cuda::gemm, grouped_gemm_m, grouped_gemm_k (N10, N11): dequantize both operands to
+// exact BF16, one CUTLASS grouped GEMM with FP32 accumulation into scratch, then the N10
+// epilogue. The dense GEMM is the M-grouped GEMM with one group. Arguments were validated by
+// the public layer (src/gemm.cpp); offsets are never read on the host.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend.h"
+#include "cuda_check.h"
+#include "gemm_kernels.h"
+#include "grouped_bf16_gemm.h"
+
+namespace f46::cuda {
+namespace {
+
+using gemm_detail::DequantArgs;
+using gemm_detail::EpilogueArgs;
+using gemm_detail::GroupedProblem;
+using gemm_detail::GroupMode;
+
+// Makes `device` current for the call and restores the previous device afterwards.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    F46_GEMM_CUDA_OK(cudaGetDevice(&prev_));
+    if (prev_ != device) F46_GEMM_CUDA_OK(cudaSetDevice(device));
+  }
+  ~DeviceGuard() {
+    int cur = -1;
+    if (cudaGetDevice(&cur) == cudaSuccess && cur != prev_) cudaSetDevice(prev_);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_ = 0;
+};
+
+// The call's scratch: ctx.workspace when given, else a stream-ordered allocation (graph
+// capturable) freed stream-ordered at the end of the call.
+class Scratch {
+ public:
+  Scratch(const Context& ctx, int64_t bytes, cudaStream_t stream) : stream_(stream) {
+    if (ctx.workspace != nullptr) {
+      F46_CHECK(ctx.workspace_bytes >= bytes, "ctx.workspace: the GEMM needs ", bytes,
+                " bytes, got ", ctx.workspace_bytes);
+      F46_CHECK(reinterpret_cast<uintptr_t>(ctx.workspace) % 256 == 0,
+                "ctx.workspace must be 256-byte aligned, got address ", ctx.workspace);
+      base_ = static_cast<char*>(ctx.workspace);
+    } else {
+      void* p = nullptr;
+      F46_GEMM_CUDA_OK(cudaMallocAsync(&p, static_cast<size_t>(bytes), stream));
+      base_ = static_cast<char*>(p);
+      owned_ = true;
+    }
+  }
+  ~Scratch() {
+    if (owned_) cudaFreeAsync(base_, stream_);
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  // Next `bytes` (rounded up to 256) of the scratch.
+  char* take(int64_t bytes) {
+    char* p = base_ + used_;
+    used_ += detail::gemm_ws_round(bytes);
+    return p;
+  }
+
+ private:
+  cudaStream_t stream_;
+  char* base_ = nullptr;
+  int64_t used_ = 0;
+  bool owned_ = false;
+};
+
+// Scratch pieces in the order of detail::gemm_ws_bytes.
+struct Buffers {
+  __nv_bfloat16* a;
+  __nv_bfloat16* b;
+  float* d;
+  int32_t* ends;
+  void* meta;
+  void* cutlass_ws;
+};
+Buffers carve(Scratch& s, int64_t a_elems, int64_t b_elems, int64_t d_elems, int groups) {
+  F46_CHECK(gemm_detail::grouped_meta_bytes(groups) ==
+                    static_cast<size_t>(7 * detail::gemm_ws_round(int64_t{groups} * 16)) &&
+                gemm_detail::grouped_cutlass_workspace_bytes() == (size_t{4} << 20),
+            "GEMM workspace layout out of sync with f46/gemm.h");
+  Buffers b;
+  b.a = reinterpret_cast<__nv_bfloat16*>(s.take(a_elems * 2));
+  b.b = reinterpret_cast<__nv_bfloat16*>(s.take(b_elems * 2));
+  b.d = reinterpret_cast<float*>(s.take(d_elems * 4));
+  b.ends = reinterpret_cast<int32_t*>(s.take(int64_t{groups} * 16));
+  b.meta = s.take(7 * detail::gemm_ws_round(int64_t{groups} * 16));
+  b.cutlass_ws = s.take(int64_t{4} << 20);
+  return b;
+}
+
+// Dequantization of one operand viewed as (groups, rows, k): codes/scales 2-D or 3-D.
+DequantArgs dequant_args(const QuantizedOperand& op, int groups, int64_t rows, int64_t out_rows,
+                         int64_t k, __nv_bfloat16* out) {
+  DequantArgs d;
+  d.codes = op.codes.ptr<const uint8_t>();
+  d.scales = op.scales.ptr<const uint8_t>();
+  const int nd = op.codes.ndim;
+  d.code_row_stride = op.codes.strides[nd - 2];
+  d.scale_row_stride = op.scales.strides[nd - 2];
+  d.code_group_stride = nd == 3 ? op.codes.strides[0] : 0;
+  d.scale_group_stride = nd == 3 ? op.scales.strides[0] : 0;
+  d.groups = groups;
+  d.rows = rows;
+  d.out_rows = out_rows;
+  d.k = k;
+  d.out = out;
+  return d;
+}
+
+void set_scales(EpilogueArgs& e, const QuantizedOperand& a, const QuantizedOperand& b) {
+  e.amax_a = a.amax.ptr<const float>();
+  e.scope_a = a.scope;
+  e.bound_a = a.scale_bound;
+  e.amax_b = b.amax.ptr<const float>();
+  e.scope_b = b.scope;
+  e.bound_b = b.scale_bound;
+}
+
+// M-grouped core; offs == nullptr means one group covering all rows (the dense GEMM).
+void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
+              int groups, const TensorView& bias, TensorView& out, const Context& ctx) {
+  const int64_t m = a.codes.size(0);
+  const int64_t k = a.codes.size(1) * 2;
+  const int64_t n = b.codes.size(-2);
+  if (m == 0 || n == 0) return;
+  DeviceGuard guard(out.device_index);
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
+  const int64_t n8 = detail::gemm_ws_pad8(n);  // TMA needs 16-byte row pitches (N10 scratch)
+  Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), stream);
+  Buffers buf = carve(scratch, m * k, groups * n8 * k, m * n8, groups);
+
+  GroupedProblem p;
+  p.mode = GroupMode::kRows;
+  p.offs = offs;
+  p.groups = groups;
+  p.limit = m;
+  p.n = n8;
+  p.k = k;
+  p.a = buf.a;
+  p.b = buf.b;
+  p.b_group_stride = n8 * k;
+  p.d = buf.d;
+  p.ends = buf.ends;
+  if (k == 0) {
+    // Nothing to contract: the product is zero (N10); only the ends are needed.
+    F46_GEMM_CUDA_OK(cudaMemsetAsync(buf.d, 0, static_cast<size_t>(m * n8 * 4), stream));
+  }
+  if (k > 0) {
+    gemm_detail::launch_dequant_bf16(dequant_args(a, 1, m, m, k, buf.a), stream);
+    gemm_detail::launch_dequant_bf16(dequant_args(b, groups, n, n8, k, buf.b), stream);
+    gemm_detail::run_grouped_bf16_gemm(p, buf.meta, buf.cutlass_ws, stream);
+  } else {
+    gemm_detail::run_group_ends(p, buf.meta, stream);
+  }
+
+  EpilogueArgs e;
+  e.mode = GroupMode::kRows;
+  e.acc = buf.d;
+  e.acc_ld = n8;
+  e.out = out.data;
+  e.out_bf16 = out.dtype == DType::kBFloat16;
+  e.out_ld = out.strides[0];
+  e.rows = m;
+  e.cols = n;
+  e.groups = groups;
+  e.ends = buf.ends;
+  set_scales(e, a, b);
+  if (bias.defined() && bias.data != nullptr) {
+    e.bias = bias.data;
+    e.bias_bf16 = bias.dtype == DType::kBFloat16;
+    e.bias_group_stride = bias.ndim == 2 ? bias.strides[0] : 0;
+  }
+  gemm_detail::launch_gemm_epilogue(e, stream);
+}
+
+}  // namespace
+
+void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& bias,
+          TensorView& out, const Context& ctx) {
+  run_rows(a, b, nullptr, 1, bias, out, ctx);
+}
+
+void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
+                    const TensorView& bias, TensorView& out, const Context& ctx) {
+  const int groups = static_cast<int>(offs.size(0));
+  if (groups == 0) {  // no groups: every row is outside every group
+    const int64_t m = out.size(0), n = out.size(1);
+    if (m == 0 || n == 0) return;
+    F46_GEMM_CUDA_OK(cudaMemset2DAsync(out.data, out.strides[0] * dtype_size(out.dtype), 0,
+                                       n * dtype_size(out.dtype), m,
+                                       static_cast<cudaStream_t>(ctx.cuda_stream)));
+    return;
+  }
+  run_rows(a, b, offs.ptr<const int32_t>(), groups, bias, out, ctx);
+}
+
+void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
+                    TensorView& out, const Context& ctx) {
+  const int groups = static_cast<int>(offs.size(0));
+  const int64_t n = a.codes.size(0);
+  const int64_t k = b.codes.size(0);
+  const int64_t t = a.codes.size(1) * 2;
+  if (groups == 0 || n == 0 || k == 0) return;
+  DeviceGuard guard(out.device_index);
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
+  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, groups), stream);
+  Buffers buf = carve(scratch, n * t, k * t, groups * n * k, groups);
+
+  GroupedProblem p;
+  p.mode = GroupMode::kTokens;
+  p.offs = offs.ptr<const int32_t>();
+  p.groups = groups;
+  p.limit = t;
+  p.n = n;
+  p.k = k;
+  p.a = buf.a;
+  p.b = buf.b;
+  p.d = buf.d;
+  p.ends = buf.ends;
+  if (t > 0) {
+    gemm_detail::launch_dequant_bf16(dequant_args(a, 1, n, n, t, buf.a), stream);
+    gemm_detail::launch_dequant_bf16(dequant_args(b, 1, k, k, t, buf.b), stream);
+    gemm_detail::run_grouped_bf16_gemm(p, buf.meta, buf.cutlass_ws, stream);
+  } else {
+    gemm_detail::run_group_ends(p, buf.meta, stream);  // every group is empty
+  }
+
+  EpilogueArgs e;
+  e.mode = GroupMode::kTokens;
+  e.acc = buf.d;
+  e.out = out.data;
+  e.out_bf16 = out.dtype == DType::kBFloat16;
+  e.out_group_stride = out.strides[0];
+  e.out_ld = out.strides[1];
+  e.rows = n;
+  e.cols = k;
+  e.groups = groups;
+  e.ends = buf.ends;
+  set_scales(e, a, b);
+  gemm_detail::launch_gemm_epilogue(e, stream);
+}
+
+}  // namespace f46::cuda
