@@ -1,0 +1,201 @@
+"""NVFP4 GEMM benchmark (src/cuda/gemm) against BF16 baselines measured in the same run.
+
+Dense f46 gemm vs torch.matmul BF16 (cuBLAS) and vs the FP32 simulation (dequantize to FP32 +
+FP32 matmul); M-grouped vs torch._grouped_mm BF16 (2D x 3D); K-grouped vs torch._grouped_mm
+BF16 (2D x 2D). Uneven (seeded log-normal) routing, group sizes multiples of 16.
+Timing: CUDA events per call after warm-up, median; inputs rotate over sets larger than L2.
+Usage: F46_TORCH_LIBRARY=build/python/f46/libf46_torch.so python3 bench/bench_gemm.py
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+
+import torch
+
+L2_BYTES = 60 << 20
+WARMUP = 3
+REPS = int(os.environ.get("F46_BENCH_REPS", "15"))
+
+DENSE = [(8192, 8192, 8192), (16384, 4096, 14336), (16384, 14336, 4096), (4096, 7168, 2048)]
+# name, E, M (tokens), K, N
+MOE = [
+    ("Mixtral", 8, 16384, 4096, 14336),
+    ("DSv3", 16, 32768, 7168, 4096),
+    ("Qwen3", 128, 65536, 2048, 1536),
+    ("gpt-oss", 32, 32768, 2880, 5760),
+]
+
+
+def load_f46() -> None:
+    path = os.environ.get("F46_TORCH_LIBRARY")
+    if path:
+        torch.ops.load_library(path)
+    else:
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+        import f46.ops  # noqa: F401  (loads the extension)
+
+
+def median_us(fn, sets: int) -> float:
+    """Median wall time of fn(i) in microseconds, i rotating over `sets` input sets."""
+    for i in range(WARMUP):
+        fn(i % sets)
+    times = []
+    for i in range(REPS):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn(i % sets)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    return statistics.median(times)
+
+
+def n_sets(bytes_per_set: int) -> int:
+    return max(1, min(4, math.ceil(2 * L2_BYTES / max(bytes_per_set, 1))))
+
+
+def rand_q(shape, gen):
+    """Random NVFP4 operand: every code nibble, E4M3 scale bytes in [0x30, 0x58]."""
+    *lead, rows, k = shape
+    codes = torch.randint(0, 256, (*lead, rows, k // 2), dtype=torch.uint8, device="cuda",
+                          generator=gen)
+    scales = torch.randint(0x30, 0x59, (*lead, rows, k // 16), dtype=torch.uint8, device="cuda",
+                           generator=gen)
+    return codes, scales
+
+
+_LUT = None
+
+
+def deq(codes, scales, dtype):
+    """Exact dequantization code * scale (no global scale) in `dtype`."""
+    global _LUT
+    if _LUT is None:
+        mag = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+        _LUT = torch.tensor(mag + [-v for v in mag], dtype=torch.float32, device="cuda")
+    v = torch.stack([_LUT[(codes & 15).long()], _LUT[(codes >> 4).long()]], dim=-1)
+    v = v.reshape(*codes.shape[:-1], codes.shape[-1] * 2)
+    s = scales.view(torch.float8_e4m3fn).float().repeat_interleave(16, dim=-1)
+    return (v * s).to(dtype)
+
+
+def routing(e: int, m: int, seed: int) -> list[int]:
+    """Uneven group sizes (multiples of 16) summing to m."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.exp(0.6 * torch.randn(e, generator=g))
+    sizes = [int(x) // 16 * 16 for x in (w / w.sum() * m).tolist()]
+    sizes[int(torch.argmax(w))] += m - sum(sizes)
+    return sizes
+
+
+def row(name: str, us: float, flops: float, base_us: float) -> tuple[str, float]:
+    line = f"| {name} | {us:9.1f} | {flops / us / 1e6:7.1f} | {base_us / us:5.3f} |"
+    return line, base_us / us
+
+
+def table(title: str, rows: list[tuple[str, float]], base: str) -> list[str]:
+    out = [f"### {title}", "", f"| shape | us | TFLOP/s | x {base} |", "|---|---|---|---|"]
+    out += [r[0] for r in rows]
+    gm = math.exp(sum(math.log(r[1]) for r in rows) / len(rows))
+    out += [f"| geometric mean | | | {gm:5.3f} |", ""]
+    return out
+
+
+def bench_dense(gen) -> list[str]:
+    f46, sim = [], []
+    for m, k, n in DENSE:
+        sets = n_sets((m + n) * k * 2)
+        qa = [rand_q((m, k), gen) for _ in range(sets)]
+        qb = [rand_q((n, k), gen) for _ in range(sets)]
+        am, bm = torch.tensor([3.0], device="cuda"), torch.tensor([5.0], device="cuda")
+        xa = [deq(*q, torch.bfloat16) for q in qa]
+        xb = [deq(*q, torch.bfloat16) for q in qb]
+        flops = 2.0 * m * n * k
+
+        def run_f46(i):
+            torch.ops.f46.gemm(qa[i][0], qa[i][1], am, "tensor", 256.0, qb[i][0], qb[i][1], bm,
+                               256.0, None, torch.bfloat16)
+
+        def run_bf16(i):
+            torch.matmul(xa[i], xb[i].t())
+
+        def run_sim(i):
+            ya = deq(*qa[i], torch.float32)
+            yb = deq(*qb[i], torch.float32)
+            torch.matmul(ya, yb.t()).mul_(3.0 * 5.0 / (1536.0 * 1536.0))
+
+        t_f46 = median_us(run_f46, sets)
+        t_bf16 = median_us(run_bf16, sets)
+        del xa, xb
+        torch.cuda.empty_cache()
+        t_sim = median_us(run_sim, sets)
+        name = f"M{m} K{k} N{n}"
+        f46.append(row(name, t_f46, flops, t_bf16))
+        sim.append(row(name, t_f46, flops, t_sim))
+        print(f"dense {name}: f46 {t_f46:.0f} us, bf16 {t_bf16:.0f} us, fp32-sim {t_sim:.0f} us",
+              flush=True)
+        del qa, qb
+        torch.cuda.empty_cache()
+    return (table("Dense: f46 NVFP4 vs torch.matmul BF16 (cuBLAS)", f46, "BF16")
+            + table("Dense: f46 NVFP4 vs FP32 simulation (dequantize + FP32 matmul)", sim,
+                    "FP32 sim"))
+
+
+def bench_grouped(gen) -> list[str]:
+    mrows, krows = [], []
+    for name, e, m, k, n in MOE:
+        sizes = routing(e, m, seed=e)
+        offs = torch.tensor(sizes, dtype=torch.int32, device="cuda").cumsum(0).to(torch.int32)
+        flops = 2.0 * m * n * k
+        am = torch.rand(e, device="cuda", generator=gen) + 1.0
+        bm = torch.rand(e, device="cuda", generator=gen) + 1.0
+        label = f"{name} E{e} M{m} K{k} N{n}"
+
+        # M-grouped: A (M, K), B (E, N, K) -> (M, N)
+        qa, qb = rand_q((m, k), gen), rand_q((e, n, k), gen)
+        xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
+        t_f46 = median_us(lambda i: torch.ops.f46.grouped_gemm_m(
+            qa[0], qa[1], am, "group", 256.0, qb[0], qb[1], bm, "group", 256.0, offs, None,
+            torch.bfloat16), 1)
+        t_bf16 = median_us(lambda i: torch._grouped_mm(xa, xb.transpose(-2, -1), offs=offs), 1)
+        mrows.append(row(label, t_f46, flops, t_bf16))
+        print(f"M-grouped {label}: f46 {t_f46:.0f} us, bf16 {t_bf16:.0f} us", flush=True)
+        del qa, qb, xa, xb
+        torch.cuda.empty_cache()
+
+        # K-grouped (wgrad): dY^T (N, T), X^T (K, T) -> (E, N, K)
+        qy, qx = rand_q((n, m), gen), rand_q((k, m), gen)
+        xy, xx = deq(*qy, torch.bfloat16), deq(*qx, torch.bfloat16)
+        t_f46 = median_us(lambda i: torch.ops.f46.grouped_gemm_k(
+            qy[0], qy[1], am, "group", 448.0, qx[0], qx[1], bm, "group", 448.0, offs,
+            torch.bfloat16), 1)
+        t_bf16 = median_us(lambda i: torch._grouped_mm(xy, xx.t(), offs=offs), 1)
+        krows.append(row(label, t_f46, flops, t_bf16))
+        print(f"K-grouped {label}: f46 {t_f46:.0f} us, bf16 {t_bf16:.0f} us", flush=True)
+        del qy, qx, xy, xx
+        torch.cuda.empty_cache()
+    return (table("M-grouped: f46 NVFP4 vs torch._grouped_mm BF16 (2D x 3D)", mrows, "BF16")
+            + table("K-grouped (wgrad): f46 NVFP4 vs torch._grouped_mm BF16 (2D x 2D)", krows,
+                    "BF16"))
+
+
+def main() -> None:
+    load_f46()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
+    lines = []
+    which = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if which in ("all", "dense"):
+        lines += bench_dense(gen)
+    if which in ("all", "grouped"):
+        lines += bench_grouped(gen)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
