@@ -21,7 +21,7 @@ TORCH_BUILD=$!
 if [[ $WHAT != bench ]]; then
   $B/f46_tests --gtest_filter='*Cuda*Gemm*:*CudaGrouped*' 2>&1 | tee "$OUT/tests.log" \
     | grep -E "^\[  (FAILED|PASSED|SKIPPED) |FAILED TEST|tests ran|Failure|Expected|Which is|error" | head -60
-  timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 $B/f46_tests \
+  timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/f46_tests \
     --gtest_filter='Shapes/CudaGroupedM.MatchesFp64Reference/M20N33*:Shapes/CudaGroupedK.MatchesFp64Reference/N24K40*:CudaGroupedMOffsets.*:Shapes/CudaDenseGemm.MatchesFp64Reference/M37N50*' \
     2>&1 | tee "$OUT/memcheck.log" | tail -6
   echo "memcheck rc=$?"
