@@ -37,8 +37,14 @@ _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
 # ---- BF16 reference GEMMs used by the high_precision / dequantized backward ---------------
+def _cast(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """t in dtype; never a no-op alias (an autograd.Function output aliasing an intermediate
+    loses its gradient under torch.compile)."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
 def _bf16(t: torch.Tensor) -> torch.Tensor:
-    return t if t.dtype == torch.bfloat16 else t.to(torch.bfloat16)
+    return _cast(t, torch.bfloat16)
 
 
 def _pad_last(t: torch.Tensor, mult: int) -> torch.Tensor:
@@ -116,15 +122,18 @@ def _linear_gemm(xc, xs, x_amax, scope, qw: QuantizedWeight, bias, recipe, dtype
         a_scope=scope, a_bound=recipe.scale_bound, b_bound=qw.scale_bound,
         bias=bias_for_gemm(bias), out_dtype=gemm_out_dtype(dtype),
     )  # (M, N), N10
-    return y.to(dtype)
+    return _cast(y, dtype)
 
 
 class _Linear(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x2, w, bias, recipe, sr_offset):
+    def forward(ctx, x2, w, bias, recipe, sr_offset, needs):
+        # `needs` (dx, dw, dbias) is computed by the caller: under torch.compile,
+        # ctx.needs_input_grad is not reliable inside a traced autograd.Function.
         mode = recipe.dense_backward()
         m, n = x2.shape[0], w.shape[0]
-        need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        need_dx, need_dw = needs[0], needs[1]
+        ctx.needs = needs
         quant_bw = mode == "quantized"
         xc, xs, x_amax, scope, xt = _quantize_x(x2, recipe, quant_bw and need_dw)
         qw = quantize_weight(w, recipe, columnwise=quant_bw and need_dx)
@@ -148,7 +157,7 @@ class _Linear(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         recipe, mode = ctx.recipe, ctx.mode
-        need_dx, need_dw, need_db = ctx.needs_input_grad[:3]
+        need_dx, need_dw, need_db = ctx.needs
         dx = dw = db = None
         dy = dy.contiguous()  # (M, N)
         if mode in ("high_precision", "dequantized"):
@@ -193,7 +202,12 @@ class _Linear(torch.autograd.Function):
                 ).to(ctx.w_dtype)  # (N, K)
         if need_db:
             db = dy.float().sum(0).to(ctx.bias_dtype)
-        return dx, dw, db, None, None
+        return dx, dw, db, None, None, None
+
+
+def _needs_grad(*ts) -> tuple:
+    on = torch.is_grad_enabled()
+    return tuple(bool(on and t is not None and t.requires_grad) for t in ts)
 
 
 def _check_common(x, w_shape_k, recipe, what):
@@ -238,7 +252,8 @@ def linear(
     if x2.shape[0] == 0:  # zero tokens: nothing to quantize
         b = None if bias is None else bias.to(x2.dtype)
         return F.linear(x2, w.to(x2.dtype), b).reshape(*lead, n)  # (0, N), zero gradients
-    y = _Linear.apply(x2.contiguous(), w, bias, recipe, next_sr_offset(recipe))
+    needs = _needs_grad(x2, w, bias)
+    y = _Linear.apply(x2.contiguous(), w, bias, recipe, next_sr_offset(recipe), needs)
     return y.reshape(*lead, n)
 
 
@@ -279,14 +294,15 @@ def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recip
         a_scope=scope, b_scope="group", a_bound=recipe.scale_bound, b_bound=qw.scale_bound,
         bias=bias_for_gemm(bias), out_dtype=gemm_out_dtype(dtype),
     )  # (M, N); rows past offs[E-1] are zero
-    return y.to(dtype)
+    return _cast(y, dtype)
 
 
 class _GroupedMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b, offs, bias, recipe, sr_offset):
+    def forward(ctx, a, b, offs, bias, recipe, sr_offset, needs):
         mode = recipe.grouped_backward()
-        need_da, need_db = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        need_da, need_db = needs[0], needs[1]
+        ctx.needs = needs
         quant_bw = mode == "quantized"
         ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe)
         qw = quantize_weight(b, recipe, columnwise=quant_bw and need_da)
@@ -321,7 +337,7 @@ class _GroupedMM(torch.autograd.Function):
     @staticmethod
     def backward(ctx, dy):
         recipe, mode = ctx.recipe, ctx.mode
-        need_da, need_db, _, need_bias = ctx.needs_input_grad[:4]
+        need_da, need_db, need_bias = ctx.needs
         da = db = dbias = None
         dy = dy.contiguous()  # (M, N)
         if mode in ("high_precision", "dequantized"):
@@ -371,7 +387,7 @@ class _GroupedMM(torch.autograd.Function):
         if need_bias:
             offs = ctx.saved_tensors[-1] if mode != "high_precision" else ctx.saved_tensors[2]
             dbias = _group_bias_grad(dy, offs, ctx.e).to(ctx.bias_dtype)
-        return da, db, None, dbias, None, None
+        return da, db, None, dbias, None, None, None
 
 
 class _PadTokenGroups(torch.autograd.Function):
@@ -472,9 +488,10 @@ def grouped_mm(
         y = a.new_zeros(0, n) + (b.sum() * 0).to(a.dtype) + (a.sum() * 0)
         return y if bias is None else y + (bias.sum() * 0).to(a.dtype)
     sr = next_sr_offset(recipe)
+    needs = _needs_grad(a, b, bias)
     if recipe.pad_token_groups is None:
-        return _GroupedMM.apply(a.contiguous(), b, offs, bias, recipe, sr)
+        return _GroupedMM.apply(a.contiguous(), b, offs, bias, recipe, sr, needs)
     align = recipe.pad_token_groups
     ap, poffs = pad_token_groups(a.contiguous(), offs, align)
-    yp = _GroupedMM.apply(ap, b, poffs, bias, recipe, sr)
+    yp = _GroupedMM.apply(ap, b, poffs, bias, recipe, sr, needs)
     return unpad_token_groups(yp, offs, poffs, m, align)
