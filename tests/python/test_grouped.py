@@ -289,3 +289,14 @@ def test_prequantized_equals_differentiable(device, weight_block):
         bitwise(f46.grouped_mm(a, qw, offs, recipe=r), f46.grouped_mm(a, b, offs, recipe=r))
     bitwise(qw.dequantize(), torch.stack([quantize_weight(b[g], r).dequantize()
                                           for g in range(3)]))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nan_stays_in_its_group(device):
+    """N9: a NaN in group g makes that group's outputs non-finite, and only those."""
+    a, b, offs = make(device, [16, 8, 24])
+    a[20, 3] = float("nan")  # group 1
+    with torch.no_grad():
+        y = f46.grouped_mm(a, b, offs, recipe=f46.Recipe())
+    assert torch.isfinite(y[:16].float()).all() and torch.isfinite(y[24:].float()).all()
+    assert not torch.isfinite(y[16:24].float()).any()

@@ -193,3 +193,13 @@ def test_prequantized_equals_differentiable(device, weight_block):
     assert q2 is not q1 and not torch.equal(q2.codes, q1.codes)
     with torch.no_grad():
         bitwise(f46.linear(x, q2, bias, r), f46.linear(x, w, bias, r))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_nan_input_propagates(device):
+    """N9: a NaN anywhere in x makes the per-tensor amax NaN and every output non-finite."""
+    x, w, bias = make(device)
+    x[3, 5] = float("nan")
+    with torch.no_grad():
+        y = f46.linear(x, w, bias, f46.Recipe())
+    assert not torch.isfinite(y.float()).any()
