@@ -45,8 +45,20 @@ __device__ __forceinline__ uint16_t bf16_bits_rne(float f) {
   if (num::is_nan(f)) return static_cast<uint16_t>((u >> 16) | 0x40u);
   return static_cast<uint16_t>((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
+// float -> fp16 bits, nearest even, overflow to Inf, sub-normals kept, NaN -> sign | 0x7E00
+// (the CPU reference's conversion, bit for bit).
 __device__ __forceinline__ uint16_t f16_bits_rne(float f) {
-  return __half_as_ushort(__float2half_rn(f));
+  const uint32_t u = num::bits(f);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);
+  if (a >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // >= 65520: Inf
+  if (a < 0x38800000u) {  // below 2^-14: multiples of 2^-24
+    const float m = rintf(num::mul(num::from_bits(a), 16777216.0f));
+    return static_cast<uint16_t>(sign | static_cast<uint16_t>(m));
+  }
+  const uint32_t r = a + 0xFFFu + ((a >> 13) & 1u);
+  return static_cast<uint16_t>(sign | (((r >> 13) - (112u << 10)) & 0x7FFFu));
 }
 
 __device__ __forceinline__ void store_as(Bf16, uint16_t* p, float v) { *p = bf16_bits_rne(v); }

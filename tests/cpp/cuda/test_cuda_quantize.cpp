@@ -1,0 +1,179 @@
+// CUDA quantize/dequantize vs the CPU reference, bitwise: every mode x shapes x input dtypes.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cuda/cuda_test_util.h"
+
+namespace f46::test {
+namespace {
+
+struct Mode {
+  std::string name;
+  QuantizeConfig cfg;
+  AmaxScope scope = AmaxScope::kTensor;
+};
+
+QuantizeConfig base(Rule rule, float bound, Block block = Block::k1x16, bool columnwise = false) {
+  QuantizeConfig c;
+  c.rule = rule;
+  c.scale_bound = bound;
+  c.block = block;
+  c.columnwise = columnwise;
+  return c;
+}
+QuantizeConfig gradient(bool sr, bool rht_col, bool columnwise = true) {
+  QuantizeConfig c = base(Rule::kAll6, 448.0f, Block::k1x16, columnwise);
+  c.gradient = true;
+  if (sr) {
+    c.rounding = Rounding::kStochastic;
+    c.seed = 0x1234567890ABCDEFull;
+    c.offset = 77;
+  }
+  c.rht_columnwise = rht_col;
+  return c;
+}
+
+std::vector<Mode> all_modes() {
+  std::vector<Mode> m;
+  m.push_back({"mae256", base(Rule::kMAE, 256.0f)});
+  m.push_back({"mae448", base(Rule::kMAE, 448.0f)});
+  m.push_back({"mse256", base(Rule::kMSE, 256.0f)});
+  m.push_back({"absmax256", base(Rule::kAbsMax, 256.0f)});
+  m.push_back({"all6_448", base(Rule::kAll6, 448.0f)});
+  m.push_back({"all4_256", base(Rule::kAll4, 256.0f)});
+  m.push_back({"mae_rowcol", base(Rule::kMAE, 256.0f, Block::k1x16, true)});
+  m.push_back({"mse_rowcol", base(Rule::kMSE, 448.0f, Block::k1x16, true)});
+  m.push_back({"mae16x16", base(Rule::kMAE, 256.0f, Block::k16x16)});
+  m.push_back({"mse16x16_rowcol", base(Rule::kMSE, 256.0f, Block::k16x16, true)});
+  m.push_back({"absmax16x16", base(Rule::kAbsMax, 448.0f, Block::k16x16)});
+  m.push_back({"all4_16x16_col", base(Rule::kAll4, 256.0f, Block::k16x16, true)});
+  m.push_back({"grad_rne", gradient(false, false)});
+  m.push_back({"grad_sr", gradient(true, false)});
+  m.push_back({"grad_sr_rhtcol", gradient(true, true)});
+  m.push_back({"grad_rne_rows", gradient(false, false, false)});
+  {
+    QuantizeConfig c = base(Rule::kAll4, 256.0f);
+    c.rounding = Rounding::kStochastic;
+    c.seed = 99;
+    c.rht_rowwise = true;
+    m.push_back({"all4_sr_rhtrow", c});
+  }
+  {
+    QuantizeConfig c = base(Rule::kMAE, 256.0f, Block::k1x16, true);
+    c.rht_rowwise = true;
+    c.rht_columnwise = true;
+    m.push_back({"mae_rht_both", c});
+  }
+  {
+    QuantizeConfig c = base(Rule::kAll6, 256.0f, Block::k1x16, true);
+    c.rowwise = false;
+    m.push_back({"all6_colonly", c});
+  }
+  m.push_back({"mae_rowscope", base(Rule::kMAE, 256.0f), AmaxScope::kRow});
+  m.push_back({"mse_rowscope", base(Rule::kMSE, 448.0f), AmaxScope::kRow});
+  m.push_back({"mae_group_rowcol", base(Rule::kMAE, 256.0f, Block::k1x16, true), AmaxScope::kGroup});
+  m.push_back({"mae_group16x16", base(Rule::kMAE, 256.0f, Block::k16x16), AmaxScope::kGroup});
+  m.push_back({"grad_group_sr", gradient(true, true), AmaxScope::kGroup});
+  return m;
+}
+
+bool needs_rows16(const QuantizeConfig& c) { return c.columnwise || c.block == Block::k16x16; }
+
+// Offsets (multiples of 16) splitting R rows into 3 groups, one empty, the last past R - 16.
+std::vector<int32_t> group_offsets(int64_t R) {
+  const int32_t a = static_cast<int32_t>((R / 32) * 16);
+  return {a, a, static_cast<int32_t>(R >= 32 ? R - 16 : R)};
+}
+
+// Global amaxes for x as the GEMM path would compute them (after RHT for RHT outputs).
+AmaxSpec amax_for(const HostTensor& x, const Mode& m) {
+  AmaxSpec a;
+  a.scope = m.scope;
+  if (m.scope == AmaxScope::kGroup) a.offsets = group_offsets(x.size(0));
+  a.amax = amax_host(x, m.scope, a.offsets);
+  if (m.cfg.columnwise && m.cfg.rht_columnwise)
+    a.amax_columnwise = amax_host(x, m.scope == AmaxScope::kGroup ? AmaxScope::kGroup
+                                                                  : AmaxScope::kTensor,
+                                  a.offsets, true);
+  return a;
+}
+
+using Param = std::tuple<int, std::tuple<int64_t, int64_t>, DType>;
+
+class CudaQuantizeVsCpu : public ::testing::TestWithParam<Param> {};
+
+TEST_P(CudaQuantizeVsCpu, BitwiseEqual) {
+  F46_SKIP_WITHOUT_CUDA();
+  const Mode mode = all_modes()[static_cast<size_t>(std::get<0>(GetParam()))];
+  const auto [R, C] = std::get<1>(GetParam());
+  const DType t = std::get<2>(GetParam());
+  const HostTensor x = random_matrix(t, R, C, 1000 + R * 7 + C, Dist::kStudentT, 3.0f);
+  const AmaxSpec a = amax_for(x, mode);
+  if (needs_rows16(mode.cfg) && R % 16 != 0) {  // both backends must reject it
+    EXPECT_THROW(quantize_host(x, a, mode.cfg), Error);
+    EXPECT_THROW(quantize_device(x, a, mode.cfg), Error);
+    return;
+  }
+  const Quantized cpu = quantize_host(x, a, mode.cfg);
+  const Quantized gpu = quantize_device(x, a, mode.cfg);
+  const std::string what = mode.name + " " + std::to_string(R) + "x" + std::to_string(C);
+  expect_same_quantized(cpu, gpu, mode.cfg, what);
+  if (mode.cfg.rowwise) {
+    for (DType o : {DType::kBFloat16, DType::kFloat32, DType::kFloat16}) {
+      const HostTensor dh = dequantize_host(cpu.codes, cpu.scales, a, mode.cfg.scale_bound, o);
+      const HostTensor dd = dequantize_device(cpu.codes, cpu.scales, a, mode.cfg.scale_bound, o);
+      EXPECT_EQ(first_byte_diff(dh, dd), -1) << what << ": dequantize to " << dtype_name(o);
+    }
+  }
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  const auto [R, C] = std::get<1>(info.param);
+  return all_modes()[static_cast<size_t>(std::get<0>(info.param))].name + "_" +
+         std::to_string(R) + "x" + std::to_string(C) + "_" + dtype_name(std::get<2>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ModesShapes, CudaQuantizeVsCpu,
+    ::testing::Combine(::testing::Range(0, static_cast<int>(all_modes().size())),
+                       ::testing::Values(std::tuple<int64_t, int64_t>{1, 16},
+                                         std::tuple<int64_t, int64_t>{7, 48},
+                                         std::tuple<int64_t, int64_t>{16, 16},
+                                         std::tuple<int64_t, int64_t>{48, 80},
+                                         std::tuple<int64_t, int64_t>{80, 208},
+                                         std::tuple<int64_t, int64_t>{129, 160},
+                                         std::tuple<int64_t, int64_t>{256, 1040}),
+                       ::testing::Values(DType::kBFloat16, DType::kFloat16, DType::kFloat32)),
+    param_name);
+
+// A large tensor (many CTAs, partial tiles on both dims) in the main modes.
+TEST(CudaQuantizeLarge, BitwiseEqual) {
+  F46_SKIP_WITHOUT_CUDA();
+  const HostTensor x = random_matrix(DType::kBFloat16, 1040, 2128, 5, Dist::kGaussian, 0.5f);
+  for (int i : {0, 2, 6, 8, 9, 14, 21}) {
+    const Mode mode = all_modes()[static_cast<size_t>(i)];
+    const AmaxSpec a = amax_for(x, mode);
+    expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg), mode.cfg,
+                          "large " + mode.name);
+  }
+}
+
+// Rows with padding (row stride > cols) and an odd row stride (no vector loads).
+TEST(CudaQuantizeStrided, BitwiseEqual) {
+  F46_SKIP_WITHOUT_CUDA();
+  for (int64_t stride : {96, 83}) {
+    const HostTensor x = random_matrix(DType::kBFloat16, 32, 64, 17, Dist::kGaussian, 1.0f, stride);
+    for (int i : {0, 6, 8, 13}) {
+      const Mode mode = all_modes()[static_cast<size_t>(i)];
+      const AmaxSpec a = amax_for(x, mode);
+      expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
+                            mode.cfg, "strided " + std::to_string(stride) + " " + mode.name);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace f46::test

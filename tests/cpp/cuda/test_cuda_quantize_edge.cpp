@@ -1,0 +1,300 @@
+// CUDA quantize vs the CPU reference on adversarial values (ties, zeros, E4M3 sub-normal
+// scales, huge values, NaN/Inf), a property loop over random shapes/modes/seeds, stochastic
+// rounding reproducibility, amax over tensor/rows/groups, and CUDA-graph capture.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.h"
+
+namespace f46::test {
+namespace {
+
+QuantizeConfig make_cfg(int mode, bool columnwise, bool tile16) {
+  QuantizeConfig c;
+  const Rule rules[] = {Rule::kMAE, Rule::kMSE, Rule::kAbsMax, Rule::kAll6, Rule::kAll4};
+  c.block = tile16 ? Block::k16x16 : Block::k1x16;
+  c.columnwise = columnwise;
+  if (mode < 5) {
+    c.rule = rules[mode];
+    c.scale_bound = mode % 2 ? 448.0f : 256.0f;
+  } else {  // gradient, RNE (5) or stochastic (6)
+    c.rule = Rule::kAll6;
+    c.scale_bound = 448.0f;
+    c.gradient = true;
+    c.block = Block::k1x16;
+    if (mode == 6) {
+      c.rounding = Rounding::kStochastic;
+      c.seed = 42;
+    }
+  }
+  return c;
+}
+
+void check_all_modes(const HostTensor& x, const AmaxSpec& a, const std::string& what) {
+  for (int mode = 0; mode < 7; ++mode)
+    for (int layout = 0; layout < 3; ++layout) {
+      const bool columnwise = layout >= 1, tile16 = layout == 2;
+      if ((columnwise || tile16) && x.size(0) % 16 != 0) continue;
+      const QuantizeConfig cfg = make_cfg(mode, columnwise, tile16);
+      expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                            what + " mode " + std::to_string(mode) + " layout " +
+                                std::to_string(layout));
+    }
+}
+
+// Values that land exactly on E2M1 midpoints under both candidates: with A = 6 * bound
+// (S_enc = 1) and a block max of 6, scale6 = 1 and scale4 = 1.5.
+TEST(CudaQuantizeEdge, TiesAndZeros) {
+  F46_SKIP_WITHOUT_CUDA();
+  const std::vector<float> mids = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  std::vector<float> v;
+  for (int b = 0; b < 32; ++b) {
+    v.push_back(6.0f);
+    for (int i = 1; i < 16; ++i) {
+      const float m = mids[static_cast<size_t>((i + b) % 7)] * (b % 2 ? 1.5f : 1.0f);
+      v.push_back((i + b) % 3 == 0 ? -m : m);
+    }
+  }
+  for (int i = 0; i < 16; ++i) v.push_back(0.0f);   // all-zero block
+  for (int i = 0; i < 16; ++i) v.push_back(-0.0f);  // negative zeros: code 0x8
+  for (int i = 0; i < 16 * 14; ++i) v.push_back(i % 5 == 0 ? 0.0f : 0.001f * (i % 7));
+  const HostTensor x = make_matrix(DType::kFloat32, 32, 24, v);  // 32 x 24 = 768 values
+  check_all_modes(x, tensor_amax(6.0f * 256.0f), "ties A=6*256");
+  check_all_modes(x, tensor_amax(6.0f * 448.0f), "ties A=6*448");
+  check_all_modes(x, tensor_amax(0.0f), "ties A=0");
+}
+
+// Tiny blocks under a large global amax: block scales in the E4M3 sub-normal range and zero;
+// huge and tiny tensors (the fast error path's range guard); fp32 sub-normal inputs.
+TEST(CudaQuantizeEdge, ExtremeMagnitudes) {
+  F46_SKIP_WITHOUT_CUDA();
+  std::vector<float> v = random_values(64 * 64, 3, Dist::kGaussian, 1.0f);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const int64_t block = static_cast<int64_t>(i / 16);
+    v[i] *= std::ldexp(1.0f, static_cast<int>(block % 24) - 20);  // 2^-20 .. 2^3 per block
+  }
+  v[0] = 1000.0f;
+  const HostTensor x = make_matrix(DType::kFloat32, 64, 64, v);
+  check_all_modes(x, tensor_amax(host_amax(v)), "subnormal scales");
+  for (float s : {1e-30f, 1e-38f, 1e30f, 3e38f}) {
+    std::vector<float> w = random_values(32 * 32, 4, Dist::kStudentT, s);
+    w[5] = 1e-44f;  // fp32 sub-normal
+    const HostTensor y = make_matrix(DType::kFloat32, 32, 32, w);
+    check_all_modes(y, tensor_amax(host_amax(w)), "scale " + std::to_string(s));
+  }
+}
+
+// NaN and Inf inside blocks, in the global amax, and an amax of 0 with non-zero data.
+TEST(CudaQuantizeEdge, NonFinite) {
+  F46_SKIP_WITHOUT_CUDA();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = random_values(32 * 64, 5, Dist::kGaussian, 1.0f);
+  v[3] = nan;
+  v[40] = -nan;
+  v[100] = inf;
+  v[200] = -inf;
+  v[300] = inf;
+  v[301] = nan;
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    const HostTensor x = make_matrix(t, 32, 64, v);
+    check_all_modes(x, tensor_amax(4.0f), std::string("non-finite blocks ") + dtype_name(t));
+    check_all_modes(x, tensor_amax(nan), "amax NaN");
+    check_all_modes(x, tensor_amax(inf), "amax Inf");
+    check_all_modes(x, tensor_amax(0.0f), "amax 0");
+  }
+}
+
+// ~2000 random cases: shape, dtype, mode, layout, scope, distribution and magnitude.
+TEST(CudaQuantizeEdge, PropertyLoop) {
+  F46_SKIP_WITHOUT_CUDA();
+  std::mt19937_64 gen(20261202);
+  int cases = 0;
+  for (int it = 0; it < 2000; ++it) {
+    const int mode = static_cast<int>(gen() % 7);
+    const int layout = static_cast<int>(gen() % 3);
+    const bool columnwise = layout >= 1, tile16 = layout == 2 && mode < 5;
+    const bool rows16 = columnwise || tile16 || gen() % 2;
+    const int64_t R = rows16 ? 16 * static_cast<int64_t>(1 + gen() % 6) : 1 + gen() % 70;
+    const int64_t C = 16 * static_cast<int64_t>(1 + gen() % 12);
+    const DType t = gen() % 3 == 0 ? DType::kFloat32 : (gen() % 2 ? DType::kBFloat16 : DType::kFloat16);
+    const Dist d = static_cast<Dist>(gen() % 3);
+    const float scale = std::ldexp(1.0f, static_cast<int>(gen() % 40) - 20);
+    std::vector<float> v = random_values(R * C, gen(), d, t == DType::kFloat16 ? 1.0f : scale, t);
+    if (gen() % 4 == 0)  // a zero block
+      for (int i = 0; i < 16; ++i) v[static_cast<size_t>(i)] = 0.0f;
+    const HostTensor x = make_matrix(t, R, C, v);
+    QuantizeConfig cfg = make_cfg(mode, columnwise, tile16);
+    cfg.seed = gen();
+    cfg.offset = gen() % 1000;
+    if (mode >= 5 && gen() % 2) cfg.rht_columnwise = columnwise;
+    AmaxSpec a;
+    const int scope = static_cast<int>(gen() % 3);
+    if (scope == 1 && !columnwise && !tile16) {
+      a.scope = AmaxScope::kRow;
+    } else if (scope == 2 && R % 16 == 0) {
+      a.scope = AmaxScope::kGroup;
+      const int e = 1 + static_cast<int>(gen() % 5);
+      int32_t o = 0;
+      for (int g = 0; g < e; ++g) {
+        o += 16 * static_cast<int32_t>(gen() % (R / 16 + 1));
+        a.offsets.push_back(o > R ? static_cast<int32_t>(R) : o);
+        o = a.offsets.back();
+      }
+    }
+    a.amax = amax_host(x, a.scope, a.offsets);
+    if (gen() % 3 == 0)
+      for (float& m : a.amax) m = m * 1.75f;  // amax not equal to the data's
+    expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                          "case " + std::to_string(it) + " mode " + std::to_string(mode) +
+                              " layout " + std::to_string(layout) + " " + std::to_string(R) +
+                              "x" + std::to_string(C) + " " + dtype_name(t));
+    ++cases;
+    if (::testing::Test::HasFailure()) break;  // one report is enough
+  }
+  EXPECT_EQ(cases, 2000);
+}
+
+// Same seed: identical codes on CPU and GPU and across GPU reruns; another seed: different.
+TEST(CudaQuantizeEdge, StochasticRoundingReproducible) {
+  F46_SKIP_WITHOUT_CUDA();
+  const HostTensor x = random_matrix(DType::kBFloat16, 64, 128, 8, Dist::kGaussian, 1.0f);
+  const AmaxSpec a = tensor_amax(amax_host(x, AmaxScope::kTensor)[0]);
+  QuantizeConfig cfg = make_cfg(6, true, false);
+  cfg.seed = 1234;
+  const Quantized g1 = quantize_device(x, a, cfg), g2 = quantize_device(x, a, cfg);
+  expect_same_quantized(quantize_host(x, a, cfg), g1, cfg, "SR cpu vs gpu");
+  expect_same_quantized(g1, g2, cfg, "SR rerun");
+  cfg.seed = 1235;
+  const Quantized g3 = quantize_device(x, a, cfg);
+  EXPECT_NE(first_byte_diff(g1.codes, g3.codes), -1) << "another seed must change some codes";
+  EXPECT_NE(first_byte_diff(g1.codes_t, g3.codes_t), -1);
+}
+
+TEST(CudaQuantizeEdge, RejectsStochasticWithErrorRule) {
+  F46_SKIP_WITHOUT_CUDA();
+  const HostTensor x = random_matrix(DType::kBFloat16, 16, 32, 9);
+  QuantizeConfig cfg;
+  cfg.rounding = Rounding::kStochastic;
+  EXPECT_THROW(quantize_device(x, tensor_amax(1.0f), cfg), Error);
+}
+
+// Offsets that the CPU would reject (decreasing, negative, past R) must not crash the GPU: the
+// kernels clamp them (no host read). Outputs are unspecified, so only errors are checked.
+TEST(CudaQuantizeEdge, InvalidOffsetsAreClamped) {
+  F46_SKIP_WITHOUT_CUDA();
+  const HostTensor x = random_matrix(DType::kBFloat16, 64, 64, 10);
+  AmaxSpec a;
+  a.scope = AmaxScope::kGroup;
+  a.offsets = {48, 16, -5, 100000};
+  a.amax = {1.0f, 2.0f, 3.0f, 4.0f};
+  QuantizeConfig cfg = make_cfg(0, true, false);
+  quantize_device(x, a, cfg);
+  (void)amax_device(x, AmaxScope::kGroup, a.offsets);
+  (void)amax_device(x, AmaxScope::kGroup, a.offsets, true);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+TEST(CudaAmax, TensorRowsGroupsVsCpu) {
+  F46_SKIP_WITHOUT_CUDA();
+  for (DType t : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
+    for (auto [R, C] : {std::pair<int64_t, int64_t>{1, 5}, {37, 100}, {128, 2064}, {4096, 48}}) {
+      HostTensor x = random_matrix(t, R, C, 11 + R + C, Dist::kStudentT, 2.0f);
+      const std::string what = std::string(dtype_name(t)) + " " + std::to_string(R) + "x" +
+                               std::to_string(C);
+      EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kTensor),
+                                 amax_device(x, AmaxScope::kTensor)), -1) << what;
+      EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kRow), amax_device(x, AmaxScope::kRow)),
+                -1) << what;
+      const int32_t r = static_cast<int32_t>(R);
+      const std::vector<int32_t> offs = {0, r / 3, r / 3, r / 2, r - r / 5};
+      EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kGroup, offs),
+                                 amax_device(x, AmaxScope::kGroup, offs)), -1) << what;
+      if (R % 16 == 0) {
+        const int32_t r16 = (r / 32) * 16;
+        const std::vector<int32_t> o16 = {r16, r16, r};
+        EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kTensor, {}, true),
+                                   amax_device(x, AmaxScope::kTensor, {}, true)), -1) << what;
+        EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kGroup, o16, true),
+                                   amax_device(x, AmaxScope::kGroup, o16, true)), -1) << what;
+      }
+    }
+  }
+}
+
+TEST(CudaAmax, NaNPropagates) {
+  F46_SKIP_WITHOUT_CUDA();
+  std::vector<float> v = random_values(64 * 32, 12);
+  v[100] = std::numeric_limits<float>::quiet_NaN();    // row 3, group 0
+  v[40 * 32 + 1] = std::numeric_limits<float>::infinity();  // row 40, group 1
+  const HostTensor x = make_matrix(DType::kFloat32, 64, 32, v);
+  const std::vector<float> t = amax_device(x, AmaxScope::kTensor);
+  EXPECT_TRUE(std::isnan(t[0]));
+  const std::vector<float> rows = amax_device(x, AmaxScope::kRow);
+  EXPECT_TRUE(std::isnan(rows[3]));
+  EXPECT_TRUE(std::isinf(rows[40]));
+  EXPECT_TRUE(std::isfinite(rows[4]));
+  const std::vector<float> g = amax_device(x, AmaxScope::kGroup, {32, 64});
+  EXPECT_TRUE(std::isnan(g[0]));
+  EXPECT_TRUE(std::isinf(g[1]));
+  EXPECT_EQ(first_float_diff(g, amax_host(x, AmaxScope::kGroup, {32, 64})), -1);
+}
+
+// quantize (group scope) captured in a CUDA graph and replayed gives the eager bytes: no host
+// synchronisation or allocation happens inside.
+TEST(CudaQuantizeEdge, GraphCapturable) {
+  F46_SKIP_WITHOUT_CUDA();
+  const HostTensor x = random_matrix(DType::kBFloat16, 128, 256, 13);
+  AmaxSpec a;
+  a.scope = AmaxScope::kGroup;
+  a.offsets = {32, 32, 112};
+  a.amax = amax_host(x, AmaxScope::kGroup, a.offsets);
+  const QuantizeConfig cfg = make_cfg(0, true, false);
+  const Quantized want = quantize_host(x, a, cfg);
+
+  HostTensor codes(DType::kUInt8, {128, 128}), scales(DType::kUInt8, {128, 16});
+  HostTensor codes_t(DType::kUInt8, {256, 64}), scales_t(DType::kUInt8, {256, 8});
+  HostTensor amax_out(DType::kFloat32, {3});
+  DeviceTensor dx(x), dc(codes), ds(scales), dct(codes_t), dst(scales_t), dam(amax_out);
+  DeviceGlobalAmax g(a);
+  GlobalAmax ga = g.get();
+  ga.amax = dam.view();  // amax computed inside the graph
+  QuantizedOutputs out;
+  out.codes = dc.view();
+  out.scales = ds.view();
+  out.codes_t = dct.view();
+  out.scales_t = dst.view();
+  cudaStream_t stream;
+  F46_ASSERT_CUDA(cudaStreamCreate(&stream));
+  Context ctx;
+  ctx.cuda_stream = stream;
+  AmaxConfig acfg;
+  acfg.scope = AmaxScope::kGroup;
+  acfg.offsets = ga.offsets;
+  cudaGraph_t graph;
+  F46_ASSERT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  amax(dx.view(), acfg, dam.view(), ctx);
+  quantize(dx.view(), ga, cfg, out, ctx);
+  F46_ASSERT_CUDA(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec;
+  F46_ASSERT_CUDA(cudaGraphInstantiate(&exec, graph, 0));
+  F46_ASSERT_CUDA(cudaGraphLaunch(exec, stream));
+  F46_ASSERT_CUDA(cudaStreamSynchronize(stream));
+  Quantized got;
+  got.codes = dc.to_host(codes);
+  got.scales = ds.to_host(scales);
+  got.codes_t = dct.to_host(codes_t);
+  got.scales_t = dst.to_host(scales_t);
+  expect_same_quantized(want, got, cfg, "graph replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace f46::test
