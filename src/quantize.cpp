@@ -11,11 +11,16 @@ namespace f46 {
 
 const char* rule_name(Rule r) {
   switch (r) {
-    case Rule::kMAE: return "mae";
-    case Rule::kMSE: return "mse";
-    case Rule::kAbsMax: return "abs_max";
-    case Rule::kAll6: return "all6";
-    case Rule::kAll4: return "all4";
+    case Rule::kMAE:
+      return "mae";
+    case Rule::kMSE:
+      return "mse";
+    case Rule::kAbsMax:
+      return "abs_max";
+    case Rule::kAll6:
+      return "all6";
+    case Rule::kAll4:
+      return "all4";
   }
   return "?";
 }
@@ -24,9 +29,12 @@ namespace {
 
 const char* scope_name(AmaxScope s) {
   switch (s) {
-    case AmaxScope::kTensor: return "tensor";
-    case AmaxScope::kRow: return "row";
-    case AmaxScope::kGroup: return "group";
+    case AmaxScope::kTensor:
+      return "tensor";
+    case AmaxScope::kRow:
+      return "row";
+    case AmaxScope::kGroup:
+      return "group";
   }
   return "?";
 }
@@ -52,8 +60,8 @@ void check_offsets_aligned(const TensorView& offs, const char* name, const char*
 }
 
 // The amax tensor(s) and offsets of a GlobalAmax over `rows` rows (N2).
-void check_global_amax(const GlobalAmax& a, const char* name, int64_t rows,
-                       const TensorView& ref, const char* ref_name) {
+void check_global_amax(const GlobalAmax& a, const char* name, int64_t rows, const TensorView& ref,
+                       const char* ref_name) {
   const std::string amax_name = std::string(name) + ".amax";
   const std::string offs_name = std::string(name) + ".offsets";
   const std::string col_name = std::string(name) + ".amax_columnwise";
@@ -92,8 +100,7 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
               QuantizedOutputs& out, const Context& ctx) {
   check_float_matrix(x, "x");
   const int64_t R = x.size(0), C = x.size(1);
-  F46_CHECK(C % 16 == 0, "x columns must be a multiple of 16 (1x16 blocks), got x ",
-            x.describe());
+  F46_CHECK(C % 16 == 0, "x columns must be a multiple of 16 (1x16 blocks), got x ", x.describe());
   check_bound(cfg.scale_bound, "cfg.scale_bound");
   F46_CHECK(cfg.rowwise || cfg.columnwise,
             "cfg.rowwise and cfg.columnwise are both false: nothing to quantize");
@@ -115,7 +122,8 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
     F46_CHECK(R % 16 == 0, "cfg.columnwise needs x rows % 16 == 0, got x ", x.describe());
   }
   if (amax.scope == AmaxScope::kRow) {
-    F46_CHECK(!cfg.columnwise, "amax.scope row cannot be combined with cfg.columnwise "
+    F46_CHECK(!cfg.columnwise,
+              "amax.scope row cannot be combined with cfg.columnwise "
               "(per-row scales do not transpose)");
     F46_CHECK(cfg.block == Block::k1x16, "amax.scope row needs cfg.block 1x16, got 16x16");
   }
@@ -144,8 +152,10 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
       check::no_alias(out.scales, "out.scales", out.scales_t, "out.scales_t");
     }
   }
-  if (x.device == Device::kCPU) cpu::quantize(x, amax, cfg, out, ctx);
-  else cuda::quantize(x, amax, cfg, out, ctx);
+  if (x.device == Device::kCPU)
+    cpu::quantize(x, amax, cfg, out, ctx);
+  else
+    cuda::quantize(x, amax, cfg, out, ctx);
 }
 
 void dequantize(const TensorView& codes, const TensorView& scales, const GlobalAmax& amax,
@@ -165,8 +175,10 @@ void dequantize(const TensorView& codes, const TensorView& scales, const GlobalA
   check_global_amax(amax, "amax", rows, codes, "codes");
   check::no_alias(out, "out", codes, "codes");
   check::no_alias(out, "out", scales, "scales");
-  if (codes.device == Device::kCPU) cpu::dequantize(codes, scales, amax, scale_bound, out, ctx);
-  else cuda::dequantize(codes, scales, amax, scale_bound, out, ctx);
+  if (codes.device == Device::kCPU)
+    cpu::dequantize(codes, scales, amax, scale_bound, out, ctx);
+  else
+    cuda::dequantize(codes, scales, amax, scale_bound, out, ctx);
 }
 
 void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Context& ctx) {
@@ -185,8 +197,9 @@ void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Con
     if (cfg.rht_columns) check_offsets_aligned(cfg.offsets, "cfg.offsets", "cfg.rht_columns");
     want = cfg.offsets.size(0);
   } else {
-    F46_CHECK(cfg.scope == AmaxScope::kTensor, "cfg.scope is invalid: ",
-              static_cast<int>(cfg.scope), " (", scope_name(cfg.scope), ")");
+    F46_CHECK(cfg.scope == AmaxScope::kTensor,
+              "cfg.scope is invalid: ", static_cast<int>(cfg.scope), " (", scope_name(cfg.scope),
+              ")");
   }
   if (cfg.rht_columns) {
     F46_CHECK(R % 16 == 0, "cfg.rht_columns needs x rows % 16 == 0, got x ", x.describe());
@@ -195,8 +208,10 @@ void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Con
   check::shape(out, "out", {want});
   check::same_device(x, "x", out, "out");
   check::no_alias(out, "out", x, "x");
-  if (x.device == Device::kCPU) cpu::amax(x, cfg, out, ctx);
-  else cuda::amax(x, cfg, out, ctx);
+  if (x.device == Device::kCPU)
+    cpu::amax(x, cfg, out, ctx);
+  else
+    cuda::amax(x, cfg, out, ctx);
 }
 
 }  // namespace f46

@@ -13,7 +13,7 @@ void dequantize(const TensorView& codes, const TensorView& scales, const GlobalA
   const std::vector<float> row_amax = detail::row_amaxes(amax.scope, amax.amax, amax.offsets, rows);
   detail::parallel_for(rows, 64, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      const uint8_t* cr = codes.ptr<const uint8_t>() + r * codes.strides[0];  // (rows, cols/2)
+      const uint8_t* cr = codes.ptr<const uint8_t>() + r * codes.strides[0];    // (rows, cols/2)
       const uint8_t* sr = scales.ptr<const uint8_t>() + r * scales.strides[0];  // (rows, cols/16)
       for (int64_t b = 0; b < cols / 16; ++b) {
         const float decode = num::decode_factor(sr[b], row_amax[r], scale_bound);  // N8

@@ -13,12 +13,12 @@ namespace {
 // One output to produce: the rowwise quantization of a float matrix `x` (rows, cols), which is
 // x itself (rowwise output) or x^T (columnwise output), already RHT-transformed when enabled.
 struct Job {
-  const float* x = nullptr;          // (rows, cols) float32, contiguous
+  const float* x = nullptr;  // (rows, cols) float32, contiguous
   int64_t rows = 0, cols = 0;
-  const float* global = nullptr;     // (rows, cols/16) global amax of every block (N2)
-  uint8_t* codes = nullptr;          // (rows, cols/2) two E2M1 codes per byte (N1.2)
-  uint8_t* scales = nullptr;         // (rows, cols/16) E4M3 bytes (N1.3)
-  uint64_t index_base = 0;           // SR element index of (0, 0) (N6)
+  const float* global = nullptr;  // (rows, cols/16) global amax of every block (N2)
+  uint8_t* codes = nullptr;       // (rows, cols/2) two E2M1 codes per byte (N1.2)
+  uint8_t* scales = nullptr;      // (rows, cols/16) E4M3 bytes (N1.3)
+  uint64_t index_base = 0;        // SR element index of (0, 0) (N6)
 };
 
 // The block scale byte of a 1x16 block (nrows = 1) or a 16x16 tile (nrows = 16) whose rows start
@@ -29,7 +29,7 @@ uint8_t choose_scale(const float* x, int64_t ld, int nrows, float amax, const Qu
     for (int i = 0; i < 16; ++i) amax_bits = std::max(amax_bits, num::abs_bits(x[r * ld + i]));
   const float block_amax = num::from_bits(amax_bits);
   const float bound = cfg.scale_bound;
-  const float s_enc = num::encode_scale(amax, bound);  // N2
+  const float s_enc = num::encode_scale(amax, bound);               // N2
   if (cfg.gradient) return num::scale_gradient(block_amax, s_enc);  // N4
   const uint8_t s6 = num::scale_map6(block_amax, s_enc);            // N3.1
   if (cfg.rule == Rule::kAll6) return s6;
@@ -137,7 +137,12 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
     std::vector<float> global(static_cast<size_t>(C * (R / 16)));  // (C, R/16)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t t = 0; t < R / 16; ++t) global[c * (R / 16) + t] = rows[t * 16];
-    Job job{m.data(), C, R, global.data(), out.codes_t.ptr<uint8_t>(), out.scales_t.ptr<uint8_t>(),
+    Job job{m.data(),
+            C,
+            R,
+            global.data(),
+            out.codes_t.ptr<uint8_t>(),
+            out.scales_t.ptr<uint8_t>(),
             static_cast<uint64_t>(R * C)};
     run_job(job, cfg);
   }

@@ -51,10 +51,14 @@ inline uint16_t float_to_fp16(float x) {  // nearest-even, overflow to Inf, sub-
 inline float load(const TensorView& v, int64_t r, int64_t c) {
   const int64_t off = r * v.strides[0] + c * v.strides[1];
   switch (v.dtype) {
-    case DType::kFloat32: return v.ptr<const float>()[off];
-    case DType::kBFloat16: return bf16_to_float(v.ptr<const uint16_t>()[off]);
-    case DType::kFloat16: return fp16_to_float(v.ptr<const uint16_t>()[off]);
-    default: return 0.0f;
+    case DType::kFloat32:
+      return v.ptr<const float>()[off];
+    case DType::kBFloat16:
+      return bf16_to_float(v.ptr<const uint16_t>()[off]);
+    case DType::kFloat16:
+      return fp16_to_float(v.ptr<const uint16_t>()[off]);
+    default:
+      return 0.0f;
   }
 }
 // Row r, columns [c0, c0 + n) of a 2-D float view into dst.
@@ -64,10 +68,17 @@ inline void load_row(const TensorView& v, int64_t r, int64_t c0, int64_t n, floa
 // Store `x` at element offset `off` of a float view, one nearest-even rounding.
 inline void store(const TensorView& v, int64_t off, float x) {
   switch (v.dtype) {
-    case DType::kFloat32: v.ptr<float>()[off] = x; break;
-    case DType::kBFloat16: v.ptr<uint16_t>()[off] = float_to_bf16(x); break;
-    case DType::kFloat16: v.ptr<uint16_t>()[off] = float_to_fp16(x); break;
-    default: break;
+    case DType::kFloat32:
+      v.ptr<float>()[off] = x;
+      break;
+    case DType::kBFloat16:
+      v.ptr<uint16_t>()[off] = float_to_bf16(x);
+      break;
+    case DType::kFloat16:
+      v.ptr<uint16_t>()[off] = float_to_fp16(x);
+      break;
+    default:
+      break;
   }
 }
 
@@ -77,8 +88,10 @@ inline void store(const TensorView& v, int64_t off, float x) {
 // not depend on the thread count.
 template <typename Fn>
 void parallel_for(int64_t n, int64_t min_per_thread, Fn&& fn) {
-  const int64_t hw = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
-  const int64_t threads = std::min<int64_t>(hw, std::max<int64_t>(1, n / std::max<int64_t>(1, min_per_thread)));
+  const int64_t hw =
+      std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+  const int64_t threads =
+      std::min<int64_t>(hw, std::max<int64_t>(1, n / std::max<int64_t>(1, min_per_thread)));
   if (threads <= 1) {
     if (n > 0) fn(int64_t{0}, n);
     return;
@@ -102,8 +115,10 @@ inline int64_t group_of(const int32_t* offs, int64_t stride, int64_t num_groups,
   int64_t lo = 0, hi = num_groups;
   while (lo < hi) {
     const int64_t mid = (lo + hi) / 2;
-    if (offs[mid * stride] > r) hi = mid;
-    else lo = mid + 1;
+    if (offs[mid * stride] > r)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return lo < num_groups ? lo : -1;
 }
@@ -121,8 +136,8 @@ inline std::vector<float> row_amaxes(AmaxScope scope, const TensorView& amax,
     } else if (scope == AmaxScope::kRow) {
       v = a[r * as];
     } else {
-      const int64_t g = group_of(offsets.ptr<const int32_t>(), offsets.strides[0],
-                                 offsets.size(0), r);
+      const int64_t g =
+          group_of(offsets.ptr<const int32_t>(), offsets.strides[0], offsets.size(0), r);
       v = g < 0 ? 0.0f : a[g * as];
     }
     out[static_cast<size_t>(r)] = v;

@@ -41,10 +41,10 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, AmaxScopes,
 
 TEST(AmaxNonFinite, NaNAndInfPropagate) {
   std::vector<float> v = test::random_values(40 * 32, 72);
-  v[3 * 32 + 1] = -INFINITY;   // row 3, group 0
-  v[25 * 32 + 9] = NAN;        // row 25, group 1
-  v[33 * 32 + 2] = INFINITY;   // row 33, group 2
-  v[34 * 32 + 2] = -NAN;       // row 34, group 2: NaN beats Inf
+  v[3 * 32 + 1] = -INFINITY;  // row 3, group 0
+  v[25 * 32 + 9] = NAN;       // row 25, group 1
+  v[33 * 32 + 2] = INFINITY;  // row 33, group 2
+  v[34 * 32 + 2] = -NAN;      // row 34, group 2: NaN beats Inf
   const HostTensor x = test::make_matrix(DType::kFloat32, 40, 32, v);
   EXPECT_TRUE(std::isnan(test::amax_host(x, AmaxScope::kTensor)[0]));
   const auto rows = test::amax_host(x, AmaxScope::kRow);

@@ -40,7 +40,7 @@ inline uint16_t float_to_fp16(float x) {
   const uint32_t u = float_bits(x);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);  // NaN
+  if (a > 0x7F800000u) return static_cast<uint16_t>(sign | 0x7E00u);   // NaN
   if (a >= 0x477FF000u) return static_cast<uint16_t>(sign | 0x7C00u);  // rounds past 65504
   if (a < 0x38800000u) {  // below 2^-14: sub-normal grid of 2^-24, nearest-even via rint
     const float m = std::nearbyint(bits_float(a) * 16777216.0f);
@@ -53,9 +53,12 @@ inline float fp16_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 31u, m = h & 1023u;
   float v;
-  if (e == 0) v = static_cast<float>(m) * 5.9604644775390625e-08f;  // m * 2^-24
-  else if (e == 31) v = m ? NAN : INFINITY;
-  else v = bits_float(((e + 112u) << 23) | (m << 13));
+  if (e == 0)
+    v = static_cast<float>(m) * 5.9604644775390625e-08f;  // m * 2^-24
+  else if (e == 31)
+    v = m ? NAN : INFINITY;
+  else
+    v = bits_float(((e + 112u) << 23) | (m << 13));
   return bits_float(float_bits(v) | sign);
 }
 inline float round_fp16(float x) { return fp16_to_float(float_to_fp16(x)); }
@@ -72,7 +75,9 @@ inline float round_to(DType t, float x) {
 class HostTensor {
  public:
   HostTensor() = default;
-  HostTensor(DType t, std::initializer_list<int64_t> shape) { init(t, std::vector<int64_t>(shape), 0); }
+  HostTensor(DType t, std::initializer_list<int64_t> shape) {
+    init(t, std::vector<int64_t>(shape), 0);
+  }
   HostTensor(DType t, const std::vector<int64_t>& shape, int64_t row_stride = 0) {
     init(t, shape, row_stride);
   }
@@ -99,9 +104,13 @@ class HostTensor {
   int64_t size(int d) const { return view_.size(d); }
 
   template <typename T>
-  T* ptr() { return reinterpret_cast<T*>(storage_.data()); }
+  T* ptr() {
+    return reinterpret_cast<T*>(storage_.data());
+  }
   template <typename T>
-  const T* ptr() const { return reinterpret_cast<const T*>(storage_.data()); }
+  const T* ptr() const {
+    return reinterpret_cast<const T*>(storage_.data());
+  }
 
   // Element offset (in elements) of a linear index over the logical shape.
   int64_t offset_of(int64_t linear) const {
@@ -151,22 +160,55 @@ class HostTensor {
   float load(int64_t off) const {
     const uint8_t* p = storage_.data() + off * dtype_size(view_.dtype);
     switch (view_.dtype) {
-      case DType::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
-      case DType::kBFloat16: { uint16_t h; std::memcpy(&h, p, 2); return bf16_to_float(h); }
-      case DType::kFloat16: { uint16_t h; std::memcpy(&h, p, 2); return fp16_to_float(h); }
-      case DType::kInt32: { int32_t v; std::memcpy(&v, p, 4); return static_cast<float>(v); }
-      case DType::kUInt8: return static_cast<float>(*p);
+      case DType::kFloat32: {
+        float v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
+      case DType::kBFloat16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return bf16_to_float(h);
+      }
+      case DType::kFloat16: {
+        uint16_t h;
+        std::memcpy(&h, p, 2);
+        return fp16_to_float(h);
+      }
+      case DType::kInt32: {
+        int32_t v;
+        std::memcpy(&v, p, 4);
+        return static_cast<float>(v);
+      }
+      case DType::kUInt8:
+        return static_cast<float>(*p);
     }
     return 0.0f;
   }
   void store(int64_t off, float v) {
     uint8_t* p = storage_.data() + off * dtype_size(view_.dtype);
     switch (view_.dtype) {
-      case DType::kFloat32: std::memcpy(p, &v, 4); break;
-      case DType::kBFloat16: { const uint16_t h = float_to_bf16(v); std::memcpy(p, &h, 2); break; }
-      case DType::kFloat16: { const uint16_t h = float_to_fp16(v); std::memcpy(p, &h, 2); break; }
-      case DType::kInt32: { const int32_t i = static_cast<int32_t>(v); std::memcpy(p, &i, 4); break; }
-      case DType::kUInt8: *p = static_cast<uint8_t>(v); break;
+      case DType::kFloat32:
+        std::memcpy(p, &v, 4);
+        break;
+      case DType::kBFloat16: {
+        const uint16_t h = float_to_bf16(v);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case DType::kFloat16: {
+        const uint16_t h = float_to_fp16(v);
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case DType::kInt32: {
+        const int32_t i = static_cast<int32_t>(v);
+        std::memcpy(p, &i, 4);
+        break;
+      }
+      case DType::kUInt8:
+        *p = static_cast<uint8_t>(v);
+        break;
     }
   }
 
@@ -204,7 +246,7 @@ inline std::vector<float> random_values(int64_t n, uint64_t seed, Dist dist = Di
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::vector<float> v(static_cast<size_t>(n));
   for (auto& x : v) {
-    double d = dist == Dist::kGaussian ? normal(gen)
+    double d = dist == Dist::kGaussian   ? normal(gen)
                : dist == Dist::kStudentT ? student(gen)
                                          : uniform(gen);
     x = round_to(t, static_cast<float>(d * scale));

@@ -83,10 +83,10 @@ TEST(E4M3, MidpointsAndNeighboursGoToEven) {
 
 TEST(E4M3, SubnormalsSaturationAndNaN) {
   EXPECT_EQ(num::e4m3_from_float(0.0f), 0);
-  EXPECT_EQ(num::e4m3_from_float(std::ldexp(1.0f, -9)), 1);        // smallest sub-normal
-  EXPECT_EQ(num::e4m3_from_float(std::ldexp(1.0f, -10)), 0);       // half of it: tie to 0
-  EXPECT_EQ(num::e4m3_from_float(std::ldexp(3.0f, -10)), 2);       // 1.5 * 2^-9: tie to 2
-  EXPECT_EQ(num::e4m3_from_float(std::ldexp(7.5f, -9)), 8);        // tie 7|8 -> 8 = 2^-6
+  EXPECT_EQ(num::e4m3_from_float(std::ldexp(1.0f, -9)), 1);   // smallest sub-normal
+  EXPECT_EQ(num::e4m3_from_float(std::ldexp(1.0f, -10)), 0);  // half of it: tie to 0
+  EXPECT_EQ(num::e4m3_from_float(std::ldexp(3.0f, -10)), 2);  // 1.5 * 2^-9: tie to 2
+  EXPECT_EQ(num::e4m3_from_float(std::ldexp(7.5f, -9)), 8);   // tie 7|8 -> 8 = 2^-6
   EXPECT_EQ(num::e4m3_from_float(1e-30f), 0);
   EXPECT_EQ(num::e4m3_from_float(448.0f), 0x7E);
   EXPECT_EQ(num::e4m3_from_float(464.0f), 0x7E);
@@ -168,8 +168,7 @@ TEST(Philox, ElementIndexLayout) {
   // idx -> counter (idx/4 lo, idx/4 hi, offset lo, offset hi), key = seed, word idx % 4.
   const uint64_t seed = 0x0123456789ABCDEFull, offset = 0x1122334455667788ull;
   const uint64_t idx = (5ull << 32) * 4 + 4 * 7 + 2;
-  const num::U32x4 r = num::philox4x32_10(7, 5, 0x55667788u, 0x11223344u, 0x89ABCDEFu,
-                                          0x01234567u);
+  const num::U32x4 r = num::philox4x32_10(7, 5, 0x55667788u, 0x11223344u, 0x89ABCDEFu, 0x01234567u);
   EXPECT_EQ(num::random_bits(seed, offset, idx), r.v[2]);
 }
 
@@ -181,8 +180,7 @@ TEST(StochasticRounding, OnlyNeighboursAndExactGrid) {
   // v = 2.25 between 2 and 3: p = 0.25. u = (r >> 8) * 2^-24.
   EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, 0u)), 3.0f);
   EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, (1u << 22) << 8)), 2.0f);
-  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, ((1u << 22) - 1) << 8)),
-            3.0f);
+  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, ((1u << 22) - 1) << 8)), 3.0f);
   EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(-5.0f, 0xFFFFFFFFu)), -4.0f);
   EXPECT_EQ(num::e2m1_from_float_stochastic(-0.1f, 0xFFFFFFFFu), 0x8);
 }

@@ -125,8 +125,8 @@ TEST(NonFinite, NaNMakesEverythingNaN) {
     cfg.rule = r;
     const auto q = test::quantize_host(x, tensor_amax(a[0]), cfg);
     for (uint8_t s : q.scales.bytes()) EXPECT_EQ(s, 0x7F);
-    const HostTensor d = test::dequantize_host(q.codes, q.scales, tensor_amax(a[0]), 256.0f,
-                                               DType::kBFloat16);
+    const HostTensor d =
+        test::dequantize_host(q.codes, q.scales, tensor_amax(a[0]), 256.0f, DType::kBFloat16);
     for (float y : d.to_floats()) EXPECT_TRUE(std::isnan(y));
   }
 }
@@ -213,8 +213,8 @@ INSTANTIATE_TEST_SUITE_P(Dists, FourOverSixQuality,
 // bf16, fp16 and fp32 inputs holding the same values, contiguous or with padded rows, give the
 // same bytes.
 TEST(Inputs, DtypesAndRowStrides) {
-  const std::vector<float> v = test::random_values(32 * 48, 5, test::Dist::kGaussian, 4.0f,
-                                                   DType::kBFloat16);
+  const std::vector<float> v =
+      test::random_values(32 * 48, 5, test::Dist::kGaussian, 4.0f, DType::kBFloat16);
   QuantizeConfig cfg;
   cfg.columnwise = true;
   const HostTensor ref = test::make_matrix(DType::kFloat32, 32, 48, v);
@@ -242,7 +242,8 @@ TEST(Codes, NearestOfScaledInput) {
   for (int64_t r = 0; r < 16; ++r)
     for (int64_t c = 0; c < 128; ++c) {
       const float sf = num::e4m3_to_float(q.scales.ptr<uint8_t>()[r * 8 + c / 16]);
-      const float v = std::fabs(std::min(std::max(x.at(r, c) * (1.0f / (sf * s_dec)), -6.0f), 6.0f));
+      const float v =
+          std::fabs(std::min(std::max(x.at(r, c) * (1.0f / (sf * s_dec)), -6.0f), 6.0f));
       const uint8_t code = code_at(q.codes, r, c);
       const float got = grid[code & 7];
       for (float g : grid) EXPECT_LE(std::fabs(got - v), std::fabs(g - v)) << r << "," << c;

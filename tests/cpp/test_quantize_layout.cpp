@@ -26,7 +26,8 @@ std::vector<uint8_t> columns(const HostTensor& t, int64_t c0, int64_t c1) {
   return out;
 }
 std::vector<uint8_t> rows(const HostTensor& t, int64_t r0, int64_t r1) {
-  return std::vector<uint8_t>(t.bytes().begin() + r0 * t.size(1), t.bytes().begin() + r1 * t.size(1));
+  return std::vector<uint8_t>(t.bytes().begin() + r0 * t.size(1),
+                              t.bytes().begin() + r1 * t.size(1));
 }
 
 // Quantize rows [r0, r1) of x alone with a tensor amax.
@@ -133,7 +134,8 @@ struct Mode {
   bool rht;
   DType dtype;
 };
-class Columnwise : public ::testing::TestWithParam<std::tuple<std::pair<int64_t, int64_t>, Mode>> {};
+class Columnwise : public ::testing::TestWithParam<std::tuple<std::pair<int64_t, int64_t>, Mode>> {
+};
 
 TEST_P(Columnwise, EqualsRowwiseOfTranspose) {
   const auto [shape, m] = GetParam();
@@ -187,8 +189,8 @@ TEST(Tiles, OneScalePerTileOnAllRows) {
   const HostTensor x = test::random_matrix(DType::kBFloat16, 64, 64, 41, test::Dist::kStudentT);
   QuantizeConfig cfg;
   cfg.block = Block::k16x16;
-  const auto q = test::quantize_host(x, tensor_amax(test::amax_host(x, AmaxScope::kTensor)[0]),
-                                     cfg);
+  const auto q =
+      test::quantize_host(x, tensor_amax(test::amax_host(x, AmaxScope::kTensor)[0]), cfg);
   for (int64_t r = 0; r < 64; ++r)
     for (int64_t b = 0; b < 4; ++b)
       EXPECT_EQ(q.scales.ptr<uint8_t>()[r * 4 + b], q.scales.ptr<uint8_t>()[(r / 16) * 64 + b]);
@@ -366,7 +368,7 @@ TEST(Stochastic, ReproducibleAndSeedDependent) {
 // sigma = sqrt((hi - v)(v - lo) / N).
 TEST(Stochastic, MeanConverges) {
   const int64_t N = 4096;
-  const std::vector<float> row{6.0f, 0.3f, 0.8f, 1.1f, 1.7f, 2.2f, 2.9f, 3.3f,
+  const std::vector<float> row{6.0f, 0.3f, 0.8f,  1.1f,  1.7f,  2.2f,  2.9f,  3.3f,
                                4.1f, 5.5f, -0.1f, -1.3f, -2.6f, -3.9f, -5.9f, 0.05f};
   std::vector<float> v;
   for (int64_t i = 0; i < N; ++i) v.insert(v.end(), row.begin(), row.end());

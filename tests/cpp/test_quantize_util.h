@@ -68,7 +68,8 @@ inline Quantized quantize_host(const HostTensor& x, const AmaxSpec& a, const Qua
 }
 
 inline HostTensor dequantize_host(const HostTensor& codes, const HostTensor& scales,
-                                  const AmaxSpec& a, float bound, DType out_dtype = DType::kFloat32) {
+                                  const AmaxSpec& a, float bound,
+                                  DType out_dtype = DType::kFloat32) {
   HostTensor out(out_dtype, {codes.size(0), codes.size(1) * 2});
   GlobalAmaxOwner g(a);
   dequantize(codes.view(), scales.view(), g.get(), bound, out.view());
