@@ -2,7 +2,8 @@
 // MetaEnv (shapes only) or CudaEnv (device guard + current stream, ops_cuda.cpp):
 //   Env env(ref);            // ref: the op's first tensor argument
 //   Env::kRun                // false: allocate outputs, call nothing (Meta)
-//   env.ctx()                // the f46::Context of the call
+//   env.ctx(bytes)           // the f46::Context of the call; on CUDA with `bytes` of device
+//                            // workspace from torch's caching allocator (f46/gemm.h sizes)
 // Shapes are computed with SymInt so the Meta kernels serve torch.compile's fake tensors.
 // Everything else (argument checks, numbers) is the f46 core's job.
 #pragma once
@@ -20,13 +21,13 @@ namespace f46::torch_ext {
 struct CpuEnv {
   static constexpr bool kRun = true;
   explicit CpuEnv(const at::Tensor&) {}
-  Context ctx() const { return {}; }
+  Context ctx(int64_t /*workspace_bytes*/ = 0) { return {}; }
 };
 
 struct MetaEnv {
   static constexpr bool kRun = false;
   explicit MetaEnv(const at::Tensor&) {}
-  Context ctx() const { return {}; }
+  Context ctx(int64_t /*workspace_bytes*/ = 0) { return {}; }
 };
 
 inline at::Tensor empty_bytes(const at::Tensor& ref) {
@@ -166,10 +167,13 @@ at::Tensor gemm_op(const at::Tensor& a_codes, const at::Tensor& a_scales,
   if constexpr (Env::kRun) {
     Env env(a_codes);
     const QuantizedOperand a = operand(a_codes, a_scales, a_amax, sa, a_bound, "a");
-    const QuantizedOperand b = operand(b_codes, b_scales, b_amax, AmaxScope::kTensor, b_bound, "b");
+    const QuantizedOperand b =
+        operand(b_codes, b_scales, b_amax, AmaxScope::kTensor, b_bound, "b");
     const TensorView bv = to_view(bias, "bias");
     TensorView ov = to_view(out, "out");
-    call_f46([&] { f46::gemm(a, b, bv, ov, env.ctx()); });
+    const int64_t ws =
+        gemm_workspace_bytes(a_codes.size(0), b_codes.size(0), a_codes.size(1) * 2);
+    call_f46([&] { f46::gemm(a, b, bv, ov, env.ctx(ws)); });
   }
   return out;
 }
@@ -195,7 +199,9 @@ at::Tensor grouped_gemm_m_op(const at::Tensor& a_codes, const at::Tensor& a_scal
     const TensorView offv = to_view(offs, "offs");
     const TensorView bv = to_view(bias, "bias");
     TensorView ov = to_view(out, "out");
-    call_f46([&] { f46::grouped_gemm_m(a, b, offv, bv, ov, env.ctx()); });
+    const int64_t ws = grouped_gemm_m_workspace_bytes(a_codes.size(0), b_codes.size(1),
+                                                      a_codes.size(1) * 2, b_codes.size(0));
+    call_f46([&] { f46::grouped_gemm_m(a, b, offv, bv, ov, env.ctx(ws)); });
   }
   return out;
 }
@@ -221,7 +227,9 @@ at::Tensor grouped_gemm_k_op(const at::Tensor& a_codes, const at::Tensor& a_scal
     const QuantizedOperand b = operand(b_codes, b_scales, b_amax, sb, b_bound, "b");
     const TensorView offv = to_view(offs, "offs");
     TensorView ov = to_view(out, "out");
-    call_f46([&] { f46::grouped_gemm_k(a, b, offv, ov, env.ctx()); });
+    const int64_t ws = grouped_gemm_k_workspace_bytes(a_codes.size(0), b_codes.size(0),
+                                                      a_codes.size(1) * 2, offs.size(0));
+    call_f46([&] { f46::grouped_gemm_k(a, b, offv, ov, env.ctx(ws)); });
   }
   return out;
 }
