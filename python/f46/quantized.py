@@ -96,7 +96,10 @@ class QuantizedWeight:
 
 
 def weight_key(w: torch.Tensor, recipe: Recipe, columnwise: bool) -> tuple:
-    """Identity of a weight version: storage, in-place version counter, shape, recipe."""
+    """Identity of a weight version: storage, in-place version counter, shape, recipe.
+    Empty under torch.compile (the cache is an eager-mode feature)."""
+    if torch.compiler.is_compiling():
+        return ()
     return (
         w.data_ptr(),
         w._version,
