@@ -6,10 +6,9 @@ import json
 import math
 import os
 
+import f46
 import pytest
 import torch
-
-import f46
 from f46.demo import train as demo
 from f46.demo.data import VOCAB_SIZE, BatchSampler, load_corpus
 from f46.demo.model import ModelConfig, MoELM
@@ -22,8 +21,7 @@ def tiny_run(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("demo"))
     cfg = demo.PRESETS["tiny"]
     cfg = demo.dataclasses.replace(cfg, steps=STEPS)
-    doc = demo.run(cfg, list(demo.MODES), torch.device("cpu"), seed=0, out_dir=out,
-                   progress=False)
+    doc = demo.run(cfg, list(demo.MODES), torch.device("cpu"), seed=0, out_dir=out, progress=False)
     return out, doc
 
 
@@ -126,8 +124,9 @@ def test_same_seed_same_data_and_init():
 def test_grouped_experts_match_dense_loop():
     """MoE routing: the sorted grouped experts equal a per-token loop over its top-k."""
     torch.manual_seed(0)
-    cfg = ModelConfig(seq_len=8, dim=32, num_layers=1, num_heads=2, num_experts=4, top_k=2,
-                      ffn_dim=32)
+    cfg = ModelConfig(
+        seq_len=8, dim=32, num_layers=1, num_heads=2, num_experts=4, top_k=2, ffn_dim=32
+    )
     moe = MoELM(cfg).blocks[0].moe
     x = torch.randn(2, 8, 32)
     out, aux = moe(x)
@@ -147,8 +146,21 @@ def test_grouped_experts_match_dense_loop():
 
 
 def test_cli_main(tmp_path, capsys):
-    doc = demo.main(["--preset", "tiny", "--steps", "2", "--modes", "nvfp4",
-                     "--out", str(tmp_path), "--no-progress", "--device", "cpu"])
+    doc = demo.main(
+        [
+            "--preset",
+            "tiny",
+            "--steps",
+            "2",
+            "--modes",
+            "nvfp4",
+            "--out",
+            str(tmp_path),
+            "--no-progress",
+            "--device",
+            "cpu",
+        ]
+    )
     assert list(doc["modes"]) == ["nvfp4"]
     printed = capsys.readouterr().out
     assert "final train" in printed and "nvfp4" in printed

@@ -6,4 +6,4 @@ Modules: data (corpus + batches), model (plain-PyTorch MoE LM), train (loop, qua
 error, report), plot (loss curves).
 """
 
-from .train import MODES, PRESETS, main, run  # noqa: F401
+from .train import MODES, PRESETS, cli, main, run  # noqa: F401

@@ -1,6 +1,6 @@
 """python -m f46.demo: see f46.demo.train."""
 
-from .train import main
+from .train import cli
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(cli())

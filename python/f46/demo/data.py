@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sysconfig
-from typing import Optional
 
 import torch
 
@@ -18,13 +17,55 @@ VOCAB_SIZE = 256  # byte-level tokenizer
 
 # Pure-Python stdlib modules present in every CPython 3.9+ (stable, docstring-rich).
 STDLIB_MODULES = (
-    "textwrap", "difflib", "argparse", "heapq", "bisect", "fractions", "statistics",
-    "calendar", "functools", "random", "string", "shlex", "csv", "pprint", "dataclasses",
-    "enum", "typing", "inspect", "pathlib", "ast", "tokenize", "configparser", "datetime",
-    "_pydecimal", "logging/__init__", "json/decoder", "json/encoder", "collections/__init__",
-    "email/message", "http/client", "urllib/parse", "unittest/case", "doctest", "pydoc",
-    "tarfile", "zipfile", "subprocess", "threading", "shutil", "tempfile", "gettext",
-    "locale", "optparse", "contextlib", "weakref", "copy", "queue", "sched", "numbers",
+    "textwrap",
+    "difflib",
+    "argparse",
+    "heapq",
+    "bisect",
+    "fractions",
+    "statistics",
+    "calendar",
+    "functools",
+    "random",
+    "string",
+    "shlex",
+    "csv",
+    "pprint",
+    "dataclasses",
+    "enum",
+    "typing",
+    "inspect",
+    "pathlib",
+    "ast",
+    "tokenize",
+    "configparser",
+    "datetime",
+    "_pydecimal",
+    "logging/__init__",
+    "json/decoder",
+    "json/encoder",
+    "collections/__init__",
+    "email/message",
+    "http/client",
+    "urllib/parse",
+    "unittest/case",
+    "doctest",
+    "pydoc",
+    "tarfile",
+    "zipfile",
+    "subprocess",
+    "threading",
+    "shutil",
+    "tempfile",
+    "gettext",
+    "locale",
+    "optparse",
+    "contextlib",
+    "weakref",
+    "copy",
+    "queue",
+    "sched",
+    "numbers",
 )
 DEFAULT_MAX_BYTES = 1 << 20  # 1 MiB
 SEPARATOR = b"\n\n# ----\n\n"
@@ -50,7 +91,7 @@ def stdlib_corpus(max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[bytes, list[str]]
     return SEPARATOR.join(parts)[:max_bytes], used
 
 
-def load_corpus(path: Optional[str] = None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
+def load_corpus(path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
     """Loads the corpus as uint8 tokens: {"train": (N,), "val": (M,), "source": str}."""
     if path:
         with open(path, "rb") as f:
@@ -61,8 +102,12 @@ def load_corpus(path: Optional[str] = None, max_bytes: int = DEFAULT_MAX_BYTES) 
         source = f"Python {sysconfig.get_python_version()} stdlib: " + ", ".join(used)
     tokens = torch.frombuffer(bytearray(text), dtype=torch.uint8)
     n_train = int(len(tokens) * 0.9)
-    return {"train": tokens[:n_train], "val": tokens[n_train:], "source": source,
-            "num_bytes": len(tokens)}
+    return {
+        "train": tokens[:n_train],
+        "val": tokens[n_train:],
+        "source": source,
+        "num_bytes": len(tokens),
+    }
 
 
 class BatchSampler:
@@ -79,7 +124,8 @@ class BatchSampler:
 
     def next(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Returns (inputs, targets), both (batch, seq) int64."""
-        starts = torch.randint(0, len(self.tokens) - self.seq - 1, (self.batch,), generator=self.gen)
+        high = len(self.tokens) - self.seq - 1
+        starts = torch.randint(0, high, (self.batch,), generator=self.gen)
         idx = starts.unsqueeze(1) + torch.arange(self.seq + 1).unsqueeze(0)  # (B, S+1)
         w = self.tokens[idx].long()
         return w[:, :-1], w[:, 1:]

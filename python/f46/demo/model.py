@@ -34,8 +34,9 @@ class ModelConfig:
         for name in ("dim", "ffn_dim"):
             v = getattr(self, name)
             if v % 16 != 0:
-                raise ValueError(f"ModelConfig.{name} must be a multiple of 16 (NVFP4 blocks), "
-                                 f"got {v}")
+                raise ValueError(
+                    f"ModelConfig.{name} must be a multiple of 16 (NVFP4 blocks), got {v}"
+                )
         if self.dim % self.num_heads != 0:
             raise ValueError(f"dim {self.dim} must be divisible by num_heads {self.num_heads}")
         if not 1 <= self.top_k <= self.num_experts:
@@ -139,7 +140,7 @@ class MoELM(nn.Module):
         for name, p in self.named_parameters():
             if p.dim() < 2:
                 continue  # norm weights keep their ones
-            last = name.endswith("proj.weight") or name.endswith("experts.w2")
+            last = name.endswith(("proj.weight", "experts.w2"))
             nn.init.normal_(p, mean=0.0, std=out_std if last else std)
 
     def forward(self, idx: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -26,8 +26,13 @@ def plot_loss_curves(results: dict, path: str, title: str = "") -> str:
         color = f"C{i}"
         train = r["train_loss"]
         window = max(1, len(train) // 30)
-        ax.plot(range(1, len(train) + 1), smooth(train, window), color=color, lw=1.5,
-                label=f"{mode} train (moving avg {window})")
+        ax.plot(
+            range(1, len(train) + 1),
+            smooth(train, window),
+            color=color,
+            lw=1.5,
+            label=f"{mode} train (moving avg {window})",
+        )
         if r["val_loss"]:
             steps, vals = zip(*r["val_loss"])
             ax.plot(steps, vals, color=color, ls="--", marker="o", ms=3, label=f"{mode} val")

@@ -18,7 +18,7 @@ import os
 import platform
 import sys
 import time
-from typing import Callable, Optional
+from collections.abc import Callable
 
 import torch
 
@@ -44,25 +44,43 @@ class TrainConfig:
 PRESETS = {
     # For tests: seconds per mode.
     "tiny": TrainConfig(
-        ModelConfig(seq_len=32, dim=64, num_layers=1, num_heads=2, num_experts=4, top_k=2,
-                    ffn_dim=64),
-        batch=4, steps=16, lr=4e-3, eval_every=8, eval_batches=2, warmup=2,
+        ModelConfig(
+            seq_len=32, dim=64, num_layers=1, num_heads=2, num_experts=4, top_k=2, ffn_dim=64
+        ),
+        batch=4,
+        steps=16,
+        lr=4e-3,
+        eval_every=8,
+        eval_batches=2,
+        warmup=2,
     ),
     # CPU default: all three modes in a few minutes on 2 cores.
     "small": TrainConfig(
-        ModelConfig(seq_len=128, dim=128, num_layers=2, num_heads=4, num_experts=4, top_k=2,
-                    ffn_dim=256),
-        batch=8, steps=150, lr=3e-3, eval_every=25, eval_batches=4, warmup=15,
+        ModelConfig(
+            seq_len=64, dim=128, num_layers=2, num_heads=4, num_experts=4, top_k=2, ffn_dim=256
+        ),
+        batch=8,
+        steps=150,
+        lr=3e-3,
+        eval_every=25,
+        eval_batches=4,
+        warmup=15,
     ),
     # GPU default.
     "large": TrainConfig(
-        ModelConfig(seq_len=256, dim=512, num_layers=4, num_heads=8, num_experts=8, top_k=2,
-                    ffn_dim=1024),
-        batch=32, steps=600, lr=1.5e-3, eval_every=50, eval_batches=8, warmup=60,
+        ModelConfig(
+            seq_len=256, dim=512, num_layers=4, num_heads=8, num_experts=8, top_k=2, ffn_dim=1024
+        ),
+        batch=32,
+        steps=600,
+        lr=1.5e-3,
+        eval_every=50,
+        eval_batches=8,
+        warmup=60,
     ),
 }
 
-MODES: dict[str, Optional[Callable[[], Recipe]]] = {
+MODES: dict[str, Callable[[], Recipe] | None] = {
     "bf16": None,
     "nvfp4": Recipe.nvfp4,  # all-6, bound 448
     "nvfp4-4/6": Recipe.four_over_six,  # MAE 4/6 selection, bound 256
@@ -95,8 +113,10 @@ def build_model(mode: str, cfg: TrainConfig, device: torch.device, seed: int) ->
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     decay = [p for p in model.parameters() if p.dim() >= 2]
     other = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": cfg.weight_decay},
-              {"params": other, "weight_decay": 0.0}]
+    groups = [
+        {"params": decay, "weight_decay": cfg.weight_decay},
+        {"params": other, "weight_decay": 0.0},
+    ]
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
 
 
@@ -125,17 +145,30 @@ def weight_error(w: torch.Tensor, recipe: Recipe) -> float:
     return _rel_mse(w, qw.dequantize(torch.float32))
 
 
-def activation_error(x: torch.Tensor, recipe: Recipe, offsets: Optional[torch.Tensor] = None):
+def activation_error(x: torch.Tensor, recipe: Recipe, offsets: torch.Tensor | None = None):
     """Relative MSE of the f46-quantized activation x (R, K), 1x16 blocks, per-tensor amax
     (per-group amax over the token groups `offsets` for the grouped experts)."""
     x = x.detach().contiguous()
     scope = "group" if offsets is not None else "tensor"
     amax = ops.amax(x, scope=scope, offsets=offsets)
-    codes, scales, _, _ = ops.quantize(x, amax, offsets=offsets, scope=scope,
-                                       rule=recipe.err_mode, scale_bound=recipe.scale_bound,
-                                       block=1)
-    deq = ops.dequantize(codes, scales, amax, offsets=offsets, scope=scope,
-                         scale_bound=recipe.scale_bound, dtype=torch.float32)
+    codes, scales, _, _ = ops.quantize(
+        x,
+        amax,
+        offsets=offsets,
+        scope=scope,
+        rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound,
+        block=1,
+    )
+    deq = ops.dequantize(
+        codes,
+        scales,
+        amax,
+        offsets=offsets,
+        scope=scope,
+        scale_bound=recipe.scale_bound,
+        dtype=torch.float32,
+    )
     return _rel_mse(x, deq)
 
 
@@ -148,8 +181,10 @@ def quantization_errors(model: MoELM, batch, device: torch.device) -> dict:
     hooks = []
     for name, m in model.named_modules():
         if isinstance(m, (F46Linear, F46GroupedExperts)):
+
             def hook(mod, args, name=name):
                 captured[name] = tuple(a.detach() for a in args)
+
             hooks.append(m.register_forward_pre_hook(hook))
     model.eval()
     try:
@@ -165,21 +200,29 @@ def quantization_errors(model: MoELM, batch, device: torch.device) -> dict:
             continue
         if isinstance(m, F46Linear):
             x = captured[name][0]
-            out[name] = {"weight": weight_error(m.weight, m.recipe),
-                         "input": activation_error(x.reshape(-1, x.shape[-1]), m.recipe)}
+            out[name] = {
+                "weight": weight_error(m.weight, m.recipe),
+                "input": activation_error(x.reshape(-1, x.shape[-1]), m.recipe),
+            }
             continue
         x, counts = captured[name]  # (T, D) sorted by expert, (E)
         offs = torch.cumsum(counts.to(x.device), 0).to(torch.int32)
         xf = x.float()
-        h = torch.cat([  # (T, F) fp32 SwiGLU hidden, the input of w2
-            torch.nn.functional.silu(xe @ m.w1[e].float().t()) * (xe @ m.w3[e].float().t())
-            for e, xe in enumerate(torch.split(xf, counts.tolist()))
-        ])
+        h = torch.cat(
+            [  # (T, F) fp32 SwiGLU hidden, the input of w2
+                torch.nn.functional.silu(xe @ m.w1[e].float().t()) * (xe @ m.w3[e].float().t())
+                for e, xe in enumerate(torch.split(xf, counts.tolist()))
+            ]
+        )
         for w in ("w1", "w3"):
-            out[f"{name}.{w}"] = {"weight": weight_error(getattr(m, w), m.recipe),
-                                  "input": activation_error(x, m.recipe, offs)}
-        out[f"{name}.w2"] = {"weight": weight_error(m.w2, m.recipe),
-                             "input": activation_error(h, m.recipe, offs)}
+            out[f"{name}.{w}"] = {
+                "weight": weight_error(getattr(m, w), m.recipe),
+                "input": activation_error(x, m.recipe, offs),
+            }
+        out[f"{name}.w2"] = {
+            "weight": weight_error(m.w2, m.recipe),
+            "input": activation_error(h, m.recipe, offs),
+        }
     return out
 
 
@@ -196,8 +239,13 @@ class _TextBar:
         if self.n == self.total or self.n % max(1, self.total // 20) == 0:
             filled = int(30 * self.n / self.total)
             rate = self.n / max(time.time() - self.t0, 1e-9)
-            print(f"\r{self.desc} [{'#' * filled}{'.' * (30 - filled)}] {self.n}/{self.total} "
-                  f"{rate:.1f} it/s {self.post}", end="", file=sys.stderr, flush=True)
+            print(
+                f"\r{self.desc} [{'#' * filled}{'.' * (30 - filled)}] {self.n}/{self.total} "
+                f"{rate:.1f} it/s {self.post}",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def set_postfix_str(self, s: str):
         self.post = s
@@ -218,8 +266,14 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 # ---- one mode ----------------------------------------------------------------------------
-def train_mode(mode: str, cfg: TrainConfig, corpus: dict, device: torch.device, seed: int,
-               progress: bool = True) -> dict:
+def train_mode(
+    mode: str,
+    cfg: TrainConfig,
+    corpus: dict,
+    device: torch.device,
+    seed: int,
+    progress: bool = True,
+) -> dict:
     model = build_model(mode, cfg, device, seed)
     opt = make_optimizer(model, cfg)
     sampler = BatchSampler(corpus["train"], cfg.batch, cfg.model.seq_len, seed)
@@ -269,8 +323,15 @@ def train_mode(mode: str, cfg: TrainConfig, corpus: dict, device: torch.device, 
     return result
 
 
-def run(cfg: TrainConfig, modes: list, device: torch.device, seed: int, out_dir: str,
-        corpus_path: Optional[str] = None, progress: bool = True) -> dict:
+def run(
+    cfg: TrainConfig,
+    modes: list,
+    device: torch.device,
+    seed: int,
+    out_dir: str,
+    corpus_path: str | None = None,
+    progress: bool = True,
+) -> dict:
     """Trains every mode, writes OUT/loss_curves.png and OUT/results.json, returns results."""
     for m in modes:
         if m not in MODES:
@@ -282,8 +343,11 @@ def run(cfg: TrainConfig, modes: list, device: torch.device, seed: int, out_dir:
     doc = {
         "config": dataclasses.asdict(cfg),
         "device": str(device),
-        "device_name": (torch.cuda.get_device_name(device) if device.type == "cuda"
-                        else platform.processor() or platform.machine()),
+        "device_name": (
+            torch.cuda.get_device_name(device)
+            if device.type == "cuda"
+            else platform.processor() or platform.machine()
+        ),
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
         "seed": seed,
@@ -304,22 +368,27 @@ def _mean(xs):
 def format_table(doc: dict) -> str:
     modes = doc["modes"]
     lines = []
-    hdr = f"{'mode':<10} | {'final train':>11} | {'final val':>9} | " \
-          f"{'quant err W (mean)':>18} | {'quant err X (mean)':>18} | {'wall time':>9}"
+    hdr = (
+        f"{'mode':<10} | {'final train':>11} | {'final val':>9} | "
+        f"{'quant err W (mean)':>18} | {'quant err X (mean)':>18} | {'wall time':>9}"
+    )
     lines += [hdr, "-" * len(hdr)]
     for mode, r in modes.items():
         qe = r["quant_error"]
         w = f"{_mean([v['weight'] for v in qe.values()]):.3e}" if qe else "-"
         x = f"{_mean([v['input'] for v in qe.values()]):.3e}" if qe else "-"
-        lines.append(f"{mode:<10} | {r['final_train_loss']:>11.4f} | {r['final_val_loss']:>9.4f}"
-                     f" | {w:>18} | {x:>18} | {r['wall_time_s']:>8.1f}s")
+        lines.append(
+            f"{mode:<10} | {r['final_train_loss']:>11.4f} | {r['final_val_loss']:>9.4f}"
+            f" | {w:>18} | {x:>18} | {r['wall_time_s']:>8.1f}s"
+        )
     quant = [m for m, r in modes.items() if r["quant_error"]]
     if quant:
         layers = list(modes[quant[0]]["quant_error"])
         width = max(len(s) for s in layers + ["layer"])
         lines += ["", "per-layer relative dequantization MSE (weight W / input activation X):"]
-        hdr = f"{'layer':<{width}} | " + " | ".join(f"{m + ' W':>13} | {m + ' X':>13}"
-                                                     for m in quant)
+        hdr = f"{'layer':<{width}} | " + " | ".join(
+            f"{m + ' W':>13} | {m + ' X':>13}" for m in quant
+        )
         lines += [hdr, "-" * len(hdr)]
         for layer in layers:
             cells = []
@@ -333,11 +402,15 @@ def format_table(doc: dict) -> str:
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="f46-demo", description=__doc__.split("\n")[0])
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
-    p.add_argument("--preset", choices=sorted(PRESETS),
-                   help="model/training size (default: small on CPU, large on CUDA)")
+    p.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        help="model/training size (default: small on CPU, large on CUDA)",
+    )
     p.add_argument("--steps", type=int, help="training steps (default: the preset's)")
-    p.add_argument("--modes", default=",".join(MODES),
-                   help=f"comma-separated subset of {','.join(MODES)}")
+    p.add_argument(
+        "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}"
+    )
     p.add_argument("--out", default="f46_demo_out", help="output directory")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--corpus", help="train on this local text file instead of the stdlib source")
@@ -358,14 +431,21 @@ def main(argv=None) -> dict:
     if args.steps is not None:
         if args.steps < 1:
             raise SystemExit(f"--steps must be >= 1, got {args.steps}")
-        cfg = dataclasses.replace(cfg, steps=args.steps, warmup=min(cfg.warmup, args.steps),
-                                  eval_every=min(cfg.eval_every, args.steps))
+        cfg = dataclasses.replace(
+            cfg,
+            steps=args.steps,
+            warmup=min(cfg.warmup, args.steps),
+            eval_every=min(cfg.eval_every, args.steps),
+        )
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
         raise SystemExit(f"--modes: unknown {unknown}; choose from {','.join(MODES)}")
-    print(f"f46 demo: device {device}, preset {args.preset or 'default'}, {cfg.steps} steps, "
-          f"modes {','.join(modes)}, seed {args.seed}", flush=True)
+    print(
+        f"f46 demo: device {device}, preset {args.preset or 'default'}, {cfg.steps} steps, "
+        f"modes {','.join(modes)}, seed {args.seed}",
+        flush=True,
+    )
     doc = run(cfg, modes, device, args.seed, args.out, args.corpus, not args.no_progress)
     print()
     print(f"corpus: {doc['corpus']['bytes']} bytes ({doc['corpus']['source'][:70]}...)")
@@ -373,3 +453,9 @@ def main(argv=None) -> dict:
     print(format_table(doc))
     print(f"\nwrote {doc['loss_curves']} and {os.path.join(args.out, 'results.json')}")
     return doc
+
+
+def cli() -> int:
+    """Console entry point (f46-demo): runs main and returns exit status 0."""
+    main()
+    return 0
