@@ -6,12 +6,18 @@ namespace {
 
 DType to_dtype(at::ScalarType t, const char* name) {
   switch (t) {
-    case at::kByte: return DType::kUInt8;
-    case at::kInt: return DType::kInt32;
-    case at::kFloat: return DType::kFloat32;
-    case at::kHalf: return DType::kFloat16;
-    case at::kBFloat16: return DType::kBFloat16;
-    default: break;
+    case at::kByte:
+      return DType::kUInt8;
+    case at::kInt:
+      return DType::kInt32;
+    case at::kFloat:
+      return DType::kFloat32;
+    case at::kHalf:
+      return DType::kFloat16;
+    case at::kBFloat16:
+      return DType::kBFloat16;
+    default:
+      break;
   }
   TORCH_CHECK(false, "f46: argument `", name, "` has unsupported dtype ", t,
               " (expected uint8, int32, float32, float16 or bfloat16)");
@@ -22,8 +28,8 @@ DType to_dtype(at::ScalarType t, const char* name) {
 TensorView to_view(const at::Tensor& t, const char* name) {
   TensorView v;
   if (!t.defined()) return v;
-  TORCH_CHECK(t.dim() <= kMaxDims, "f46: argument `", name, "` has ", t.dim(),
-              " dims, at most ", kMaxDims, " are supported");
+  TORCH_CHECK(t.dim() <= kMaxDims, "f46: argument `", name, "` has ", t.dim(), " dims, at most ",
+              kMaxDims, " are supported");
   TORCH_CHECK(t.layout() == at::kStrided, "f46: argument `", name, "` must be a strided tensor");
   const at::Device dev = t.device();
   if (dev.is_cpu()) {

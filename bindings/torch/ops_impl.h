@@ -36,17 +36,16 @@ inline at::Tensor empty_bytes(const at::Tensor& ref) {
 
 inline void check_dim(const at::Tensor& t, int64_t dim, const char* op, const char* name,
                       const char* shape) {
-  TORCH_CHECK(t.dim() == dim, "f46::", op, ": `", name, "` must be ", dim, "-D ", shape,
-              ", got ", t.dim(), "-D");
+  TORCH_CHECK(t.dim() == dim, "f46::", op, ": `", name, "` must be ", dim, "-D ", shape, ", got ",
+              t.dim(), "-D");
 }
 
 template <class Env>
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
     const at::Tensor& x, const at::Tensor& amax, const std::optional<at::Tensor>& offsets,
-    c10::string_view scope, c10::string_view rule, double scale_bound, int64_t block,
-    bool gradient, bool stochastic, int64_t seed, int64_t offset, bool rht_rowwise,
-    bool rht_columnwise, bool rowwise, bool columnwise,
-    const std::optional<at::Tensor>& amax_columnwise) {
+    c10::string_view scope, c10::string_view rule, double scale_bound, int64_t block, bool gradient,
+    bool stochastic, int64_t seed, int64_t offset, bool rht_rowwise, bool rht_columnwise,
+    bool rowwise, bool columnwise, const std::optional<at::Tensor>& amax_columnwise) {
   check_dim(x, 2, "quantize", "x", "(R, C)");
   GlobalAmax ga;
   ga.scope = parse_scope(std::string(scope), "quantize", "scope");
@@ -66,7 +65,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
   const c10::SymInt r = x.sym_size(0);
   const c10::SymInt c = x.sym_size(1);
   const auto u8 = x.options().dtype(at::kByte);
-  at::Tensor codes = rowwise ? at::empty_symint({r, c / 2}, u8) : empty_bytes(x);   // (R, C/2)
+  at::Tensor codes = rowwise ? at::empty_symint({r, c / 2}, u8) : empty_bytes(x);    // (R, C/2)
   at::Tensor scales = rowwise ? at::empty_symint({r, c / 16}, u8) : empty_bytes(x);  // (R, C/16)
   at::Tensor codes_t = columnwise ? at::empty_symint({c, r / 2}, u8) : empty_bytes(x);
   at::Tensor scales_t = columnwise ? at::empty_symint({c, r / 16}, u8) : empty_bytes(x);
@@ -91,15 +90,15 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
 }
 
 template <class Env>
-at::Tensor dequantize_op(const at::Tensor& codes, const at::Tensor& scales,
-                         const at::Tensor& amax, const std::optional<at::Tensor>& offsets,
-                         c10::string_view scope, double scale_bound, at::ScalarType dtype) {
+at::Tensor dequantize_op(const at::Tensor& codes, const at::Tensor& scales, const at::Tensor& amax,
+                         const std::optional<at::Tensor>& offsets, c10::string_view scope,
+                         double scale_bound, at::ScalarType dtype) {
   check_dim(codes, 2, "dequantize", "codes", "(R, C/2)");
   GlobalAmax ga;
   ga.scope = parse_scope(std::string(scope), "dequantize", "scope");
   // (R, C) in `dtype`
-  at::Tensor out = at::empty_symint({codes.sym_size(0), codes.sym_size(1) * 2},
-                                    codes.options().dtype(dtype));
+  at::Tensor out =
+      at::empty_symint({codes.sym_size(0), codes.sym_size(1) * 2}, codes.options().dtype(dtype));
   if constexpr (Env::kRun) {
     Env env(codes);
     ga.amax = to_view(amax, "amax");
@@ -107,9 +106,7 @@ at::Tensor dequantize_op(const at::Tensor& codes, const at::Tensor& scales,
     const TensorView cv = to_view(codes, "codes");
     const TensorView sv = to_view(scales, "scales");
     TensorView ov = to_view(out, "out");
-    call_f46([&] {
-      f46::dequantize(cv, sv, ga, static_cast<float>(scale_bound), ov, env.ctx());
-    });
+    call_f46([&] { f46::dequantize(cv, sv, ga, static_cast<float>(scale_bound), ov, env.ctx()); });
   }
   return out;
 }
@@ -153,11 +150,10 @@ inline QuantizedOperand operand(const at::Tensor& codes, const at::Tensor& scale
 }
 
 template <class Env>
-at::Tensor gemm_op(const at::Tensor& a_codes, const at::Tensor& a_scales,
-                   const at::Tensor& a_amax, c10::string_view a_scope, double a_bound,
-                   const at::Tensor& b_codes, const at::Tensor& b_scales,
-                   const at::Tensor& b_amax, double b_bound, const std::optional<at::Tensor>& bias,
-                   at::ScalarType out_dtype) {
+at::Tensor gemm_op(const at::Tensor& a_codes, const at::Tensor& a_scales, const at::Tensor& a_amax,
+                   c10::string_view a_scope, double a_bound, const at::Tensor& b_codes,
+                   const at::Tensor& b_scales, const at::Tensor& b_amax, double b_bound,
+                   const std::optional<at::Tensor>& bias, at::ScalarType out_dtype) {
   check_dim(a_codes, 2, "gemm", "a_codes", "(M, K/2)");
   check_dim(b_codes, 2, "gemm", "b_codes", "(N, K/2)");
   const AmaxScope sa = parse_scope(std::string(a_scope), "gemm", "a_scope");
@@ -167,12 +163,10 @@ at::Tensor gemm_op(const at::Tensor& a_codes, const at::Tensor& a_scales,
   if constexpr (Env::kRun) {
     Env env(a_codes);
     const QuantizedOperand a = operand(a_codes, a_scales, a_amax, sa, a_bound, "a");
-    const QuantizedOperand b =
-        operand(b_codes, b_scales, b_amax, AmaxScope::kTensor, b_bound, "b");
+    const QuantizedOperand b = operand(b_codes, b_scales, b_amax, AmaxScope::kTensor, b_bound, "b");
     const TensorView bv = to_view(bias, "bias");
     TensorView ov = to_view(out, "out");
-    const int64_t ws =
-        gemm_workspace_bytes(a_codes.size(0), b_codes.size(0), a_codes.size(1) * 2);
+    const int64_t ws = gemm_workspace_bytes(a_codes.size(0), b_codes.size(0), a_codes.size(1) * 2);
     call_f46([&] { f46::gemm(a, b, bv, ov, env.ctx(ws)); });
   }
   return out;
@@ -218,9 +212,8 @@ at::Tensor grouped_gemm_k_op(const at::Tensor& a_codes, const at::Tensor& a_scal
   const AmaxScope sa = parse_scope(std::string(a_scope), "grouped_gemm_k", "a_scope");
   const AmaxScope sb = parse_scope(std::string(b_scope), "grouped_gemm_k", "b_scope");
   // (E, N, K)
-  at::Tensor out =
-      at::empty_symint({offs.sym_size(0), a_codes.sym_size(0), b_codes.sym_size(0)},
-                       a_codes.options().dtype(out_dtype));
+  at::Tensor out = at::empty_symint({offs.sym_size(0), a_codes.sym_size(0), b_codes.sym_size(0)},
+                                    a_codes.options().dtype(out_dtype));
   if constexpr (Env::kRun) {
     Env env(a_codes);
     const QuantizedOperand a = operand(a_codes, a_scales, a_amax, sa, a_bound, "a");
@@ -235,13 +228,11 @@ at::Tensor grouped_gemm_k_op(const at::Tensor& a_codes, const at::Tensor& a_scal
 }
 
 template <class Env>
-std::tuple<at::Tensor, at::Tensor> pad_token_groups_op(const at::Tensor& x,
-                                                       const at::Tensor& offs,
+std::tuple<at::Tensor, at::Tensor> pad_token_groups_op(const at::Tensor& x, const at::Tensor& offs,
                                                        int64_t alignment) {
   check_dim(x, 2, "pad_token_groups", "x", "(M, C)");
   check_dim(offs, 1, "pad_token_groups", "offs", "(E)");
-  TORCH_CHECK(alignment >= 1, "f46::pad_token_groups: `alignment` must be >= 1, got ",
-              alignment);
+  TORCH_CHECK(alignment >= 1, "f46::pad_token_groups: `alignment` must be >= 1, got ", alignment);
   const c10::SymInt e = offs.sym_size(0);
   // (E) int32, written by the op
   at::Tensor padded_offs = at::empty_symint({e}, offs.options().dtype(at::kInt));
@@ -249,7 +240,7 @@ std::tuple<at::Tensor, at::Tensor> pad_token_groups_op(const at::Tensor& x,
     Env env(x);
     int64_t rows = 0;
     call_f46([&] { rows = f46::padded_rows(x.size(0), offs.size(0), alignment); });  // N12
-    at::Tensor out = at::empty({rows, x.size(1)}, x.options());  // (P, C)
+    at::Tensor out = at::empty({rows, x.size(1)}, x.options());                      // (P, C)
     const TensorView xv = to_view(x, "x");
     const TensorView offv = to_view(offs, "offs");
     TensorView ov = to_view(out, "out");
@@ -258,8 +249,8 @@ std::tuple<at::Tensor, at::Tensor> pad_token_groups_op(const at::Tensor& x,
     return {out, padded_offs};
   } else {
     // N12: round_up(M + E * (alignment - 1), alignment), as f46::padded_rows.
-    const c10::SymInt p = (x.sym_size(0) + e * (alignment - 1) + (alignment - 1)) / alignment *
-                          alignment;
+    const c10::SymInt p =
+        (x.sym_size(0) + e * (alignment - 1) + (alignment - 1)) / alignment * alignment;
     return {at::empty_symint({p, x.sym_size(1)}, x.options()), padded_offs};
   }
 }
@@ -282,16 +273,16 @@ at::Tensor unpad_token_groups_op(const at::Tensor& y, const at::Tensor& offs,
 }
 
 // m.impl(...) of every op for one dispatch key.
-#define F46_TORCH_IMPL_ALL(m, Env)                                                   \
-  do {                                                                               \
-    m.impl("quantize", &::f46::torch_ext::quantize_op<Env>);                         \
-    m.impl("dequantize", &::f46::torch_ext::dequantize_op<Env>);                     \
-    m.impl("amax", &::f46::torch_ext::amax_op<Env>);                                 \
-    m.impl("gemm", &::f46::torch_ext::gemm_op<Env>);                                 \
-    m.impl("grouped_gemm_m", &::f46::torch_ext::grouped_gemm_m_op<Env>);             \
-    m.impl("grouped_gemm_k", &::f46::torch_ext::grouped_gemm_k_op<Env>);             \
-    m.impl("pad_token_groups", &::f46::torch_ext::pad_token_groups_op<Env>);         \
-    m.impl("unpad_token_groups", &::f46::torch_ext::unpad_token_groups_op<Env>);     \
+#define F46_TORCH_IMPL_ALL(m, Env)                                               \
+  do {                                                                           \
+    m.impl("quantize", &::f46::torch_ext::quantize_op<Env>);                     \
+    m.impl("dequantize", &::f46::torch_ext::dequantize_op<Env>);                 \
+    m.impl("amax", &::f46::torch_ext::amax_op<Env>);                             \
+    m.impl("gemm", &::f46::torch_ext::gemm_op<Env>);                             \
+    m.impl("grouped_gemm_m", &::f46::torch_ext::grouped_gemm_m_op<Env>);         \
+    m.impl("grouped_gemm_k", &::f46::torch_ext::grouped_gemm_k_op<Env>);         \
+    m.impl("pad_token_groups", &::f46::torch_ext::pad_token_groups_op<Env>);     \
+    m.impl("unpad_token_groups", &::f46::torch_ext::unpad_token_groups_op<Env>); \
   } while (0)
 
 }  // namespace f46::torch_ext

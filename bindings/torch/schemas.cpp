@@ -24,6 +24,5 @@ TORCH_LIBRARY(f46, m) {
       "float a_bound, Tensor b_codes, Tensor b_scales, Tensor b_amax, str b_scope, "
       "float b_bound, Tensor offs, ScalarType out_dtype) -> Tensor");
   m.def("pad_token_groups(Tensor x, Tensor offs, int alignment) -> (Tensor, Tensor)");
-  m.def(
-      "unpad_token_groups(Tensor y, Tensor offs, Tensor padded_offs, int num_rows) -> Tensor");
+  m.def("unpad_token_groups(Tensor y, Tensor offs, Tensor padded_offs, int num_rows) -> Tensor");
 }
