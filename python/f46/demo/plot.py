@@ -15,32 +15,55 @@ def smooth(values: list, window: int) -> list:
 
 
 def plot_loss_curves(results: dict, path: str, title: str = "") -> str:
-    """Train (smoothed, solid) and validation (markers, dashed) loss per mode -> PNG at path."""
+    """Left: train (smoothed, solid) and validation (markers, dashed) loss per mode. Right:
+    each quantized mode's smoothed train loss minus the BF16 one (when bf16 was run).
+    Writes a PNG at path and returns path."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=120)
-    for i, (mode, r) in enumerate(results.items()):
-        color = f"C{i}"
+    ref = results.get("bf16")
+    others = [m for m in results if m != "bf16"]
+    two = ref is not None and bool(others)
+    fig, axes = plt.subplots(1, 2 if two else 1, figsize=(13 if two else 8, 5), dpi=120)
+    ax = axes[0] if two else axes
+    colors = {mode: f"C{i}" for i, mode in enumerate(results)}
+    window = max(1, max(len(r["train_loss"]) for r in results.values()) // 30)
+    for mode, r in results.items():
         train = r["train_loss"]
-        window = max(1, len(train) // 30)
-        ax.plot(
-            range(1, len(train) + 1),
-            smooth(train, window),
-            color=color,
-            lw=1.5,
-            label=f"{mode} train (moving avg {window})",
-        )
+        steps = range(1, len(train) + 1)
+        label = f"{mode} train (moving avg {window})"
+        ax.plot(steps, smooth(train, window), color=colors[mode], lw=1.5, label=label)
         if r["val_loss"]:
-            steps, vals = zip(*r["val_loss"])
-            ax.plot(steps, vals, color=color, ls="--", marker="o", ms=3, label=f"{mode} val")
+            vsteps, vals = zip(*r["val_loss"])
+            ax.plot(
+                vsteps, vals, color=colors[mode], ls="--", marker="o", ms=3, label=f"{mode} val"
+            )
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats / byte)")
     ax.set_title(title or "MoE LM: BF16 vs NVFP4 vs NVFP4 Four Over Six")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
+    if two:
+        ax = axes[1]
+        base = smooth(ref["train_loss"], window)
+        for mode in others:
+            cur = smooth(results[mode]["train_loss"], window)
+            n = min(len(cur), len(base))
+            ax.plot(
+                range(1, n + 1),
+                [c - b for c, b in zip(cur[:n], base[:n])],
+                color=colors[mode],
+                lw=1.5,
+                label=f"{mode} - bf16",
+            )
+        ax.axhline(0.0, color="k", lw=0.8)
+        ax.set_xlabel("step")
+        ax.set_ylabel(f"train loss minus BF16 (moving avg {window})")
+        ax.set_title("quantization penalty")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

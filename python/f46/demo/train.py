@@ -338,7 +338,16 @@ def run(
             raise ValueError(f"unknown mode {m!r}; choose from {list(MODES)}")
     os.makedirs(out_dir, exist_ok=True)
     corpus = load_corpus(corpus_path)
-    results = {m: train_mode(m, cfg, corpus, device, seed, progress) for m in modes}
+    results = {}
+    for m in modes:
+        r = results[m] = train_mode(m, cfg, corpus, device, seed, progress)
+        if progress:
+            print(
+                f"{m}: final train {r['final_train_loss']:.4f}, val {r['final_val_loss']:.4f}, "
+                f"{r['wall_time_s']:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
     png = plot_loss_curves(results, os.path.join(out_dir, "loss_curves.png"))
     doc = {
         "config": dataclasses.asdict(cfg),
