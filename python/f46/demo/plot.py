@@ -18,7 +18,12 @@ def plot_loss_curves(results: dict, path: str, title: str = "") -> str:
     """Left: train (smoothed, solid) and validation (markers, dashed) loss per mode. Right:
     each quantized mode's smoothed train loss minus the BF16 one (when bf16 was run).
     Writes a PNG at path and returns path."""
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise ImportError(
+            "f46.demo needs matplotlib for loss_curves.png: pip install matplotlib"
+        ) from e
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
