@@ -184,6 +184,21 @@ INSTANTIATE_TEST_SUITE_P(
                           Mode{Rule::kAll6, Block::k1x16, true, true, DType::kBFloat16},
                           Mode{Rule::kMAE, Block::k1x16, false, true, DType::kFloat32})));
 
+// A columnwise-only call needs R % 16 == 0 but any C (here 24 and 70).
+TEST(ColumnwiseOnly, AnyColumnCount) {
+  for (int64_t C : {24, 70}) {
+    const HostTensor x = test::random_matrix(DType::kBFloat16, 48, C, 33, test::Dist::kStudentT);
+    const float a = test::amax_host(x, AmaxScope::kTensor)[0];
+    QuantizeConfig cfg;
+    cfg.rowwise = false;
+    cfg.columnwise = true;
+    const auto q = test::quantize_host(x, tensor_amax(a), cfg);
+    const auto t = test::quantize_host(test::transpose(x), tensor_amax(a), QuantizeConfig{});
+    EXPECT_EQ(q.codes_t.bytes(), t.codes.bytes()) << C;
+    EXPECT_EQ(q.scales_t.bytes(), t.scales.bytes()) << C;
+  }
+}
+
 // ---- 16x16 tiles --------------------------------------------------------------------------
 TEST(Tiles, OneScalePerTileOnAllRows) {
   const HostTensor x = test::random_matrix(DType::kBFloat16, 64, 64, 41, test::Dist::kStudentT);

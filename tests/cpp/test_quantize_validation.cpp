@@ -67,6 +67,15 @@ TEST(Validation, QuantizeInput) {
     QuantizeCase c;
     c.x = test::random_matrix(DType::kFloat32, 32, 40, 2);
     expect_error([&] { c.run(); }, "x columns must be a multiple of 16");
+    // A columnwise-only output blocks along the rows: any column count is fine.
+    HostTensor ct(DType::kUInt8, {40, 16}), st(DType::kUInt8, {40, 2});
+    c.out.codes_t = ct.view();
+    c.out.scales_t = st.view();
+    c.cfg.rowwise = false;
+    c.cfg.columnwise = true;
+    EXPECT_NO_THROW(c.run());
+    c.cfg.block = Block::k16x16;
+    expect_error([&] { c.run(); }, "x columns must be a multiple of 16");
   }
   {
     QuantizeCase c;
