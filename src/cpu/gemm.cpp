@@ -194,11 +194,14 @@ void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const 
   const std::vector<float> fa = dequantize_matrix(code_rows(a, 0, 0), used, k);  // (used, K)
   std::vector<float> c(static_cast<size_t>(used * n));                           // (used, N)
   std::vector<PackedB> packed(static_cast<size_t>(e));
+  gemm_detail::parallel_for(e, 4.0 * e * n * k, [&](int64_t g) {
+    if (off[g] != (g == 0 ? 0 : off[g - 1]))
+      packed[g] = pack_b(code_rows(b, g * n, 0), n, k);  // expert g: (N, K)
+  });
   std::vector<MatmulJob> jobs;
   for (int64_t g = 0; g < e; ++g) {
     const int64_t lo = g == 0 ? 0 : off[g - 1], hi = off[g];
     if (hi == lo) continue;  // empty group: nothing to write
-    packed[g] = pack_b(code_rows(b, g * n, 0), n, k);  // expert g: (N, K)
     jobs.push_back({fa.data() + lo * k, k, hi - lo, &packed[g], c.data() + lo * n, n});
   }
   gemm_detail::matmul_f32(jobs);
@@ -218,15 +221,24 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
   const int64_t n = a.codes.size(0), t = a.codes.size(1) * 2, k = b.codes.size(0);
   const int64_t e = offs.size(0);
   const int32_t* off = offs.ptr<int32_t>();  // (E) validated: non-decreasing, % 16 == 0, <= T
-  const std::vector<float> fa = dequantize_matrix(code_rows(a, 0, 0), n, t);  // (N, T)
-  std::vector<float> c(static_cast<size_t>(e * n * k));                       // (E, N, K)
+  std::vector<float> c(static_cast<size_t>(e * n * k));  // (E, N, K)
+  // Per group: tokens [lo, hi) of a as a contiguous (N, T_g) matrix (a short row stride keeps
+  // the kernel's rows in distinct cache sets) and of b packed as (K, T_g).
+  std::vector<std::vector<float>> fa(static_cast<size_t>(e));
   std::vector<PackedB> packed(static_cast<size_t>(e));
+  gemm_detail::parallel_for(e, 4.0 * (n + k) * t, [&](int64_t g) {
+    const int64_t lo = g == 0 ? 0 : off[g - 1], hi = off[g];
+    if (hi == lo) return;
+    const CodeRows qa = code_rows(a, 0, lo);
+    fa[g].resize(static_cast<size_t>(n * (hi - lo)));
+    for (int64_t r = 0; r < n; ++r) dequantize_row(qa, r, hi - lo, fa[g].data() + r * (hi - lo), 1);
+    packed[g] = pack_b(code_rows(b, 0, lo), k, hi - lo);
+  });
   std::vector<MatmulJob> jobs;
   for (int64_t g = 0; g < e; ++g) {
     const int64_t lo = g == 0 ? 0 : off[g - 1], hi = off[g];
     if (hi == lo) continue;
-    packed[g] = pack_b(code_rows(b, 0, lo), k, hi - lo);  // tokens [lo, hi) of b: (K, T_g)
-    jobs.push_back({fa.data() + lo, t, n, &packed[g], c.data() + g * n * k, k});
+    jobs.push_back({fa[g].data(), hi - lo, n, &packed[g], c.data() + g * n * k, k});
   }
   gemm_detail::matmul_f32(jobs);
   // out viewed as (E * N, K): group g owns rows [g * N, (g + 1) * N).

@@ -45,7 +45,7 @@ __attribute__((always_inline)) inline void run_block(const MatmulJob& job, int64
   const PackedB& b = *job.b;
   const int64_t n = b.n, k = b.k;
   alignas(64) float t[MR * 16];
-  alignas(64) float edge_a[MR * kKc];  // (MR, kKc) zero-padded copy of the last rows
+  alignas(64) float tile_a[MR * kKc];  // (MR, kKc)
   if (k == 0) {
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t c0 = p0 * 16, c1 = std::min(n, p1 * 16);
@@ -57,14 +57,13 @@ __attribute__((always_inline)) inline void run_block(const MatmulJob& job, int64
     const int64_t kc = std::min(kKc, k - k0);
     for (int64_t m0 = r0; m0 < r1; m0 += MR) {
       const int64_t mr = std::min<int64_t>(MR, r1 - m0);
-      const float* a = job.a + m0 * job.lda + k0;
-      int64_t lda = job.lda;
-      if (mr < MR) {
-        std::fill(edge_a, edge_a + MR * kKc, 0.0f);
-        for (int64_t i = 0; i < mr; ++i) std::memcpy(edge_a + i * kKc, a + i * job.lda, kc * 4);
-        a = edge_a;
-        lda = kKc;
-      }
+      // The (mr, kc) tile of A, copied with a short row stride (a long one, e.g. 16 KiB, puts
+      // every row in the same cache set); rows past mr are zero.
+      const float* src = job.a + m0 * job.lda + k0;
+      if (mr < MR) std::fill(tile_a, tile_a + MR * kKc, 0.0f);
+      for (int64_t i = 0; i < mr; ++i) std::memcpy(tile_a + i * kKc, src + i * job.lda, kc * 4);
+      const float* a = tile_a;
+      const int64_t lda = kKc;
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t col0 = p * 16;
         const int64_t nc = std::min<int64_t>(16, n - col0);
