@@ -13,10 +13,7 @@ import f46
 from f46 import ops
 from f46.quantized import quantize_gradient, quantize_weight
 
-CUDA = torch.cuda.is_available()
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason="no CUDA"))]
 MODES = ["high_precision", "dequantized", "quantized"]
-
 
 def bitwise(a, b):
     assert a.shape == b.shape, (a.shape, b.shape)
@@ -25,7 +22,6 @@ def bitwise(a, b):
         f"max |diff| = {(a.float() - b.float()).abs().max().item()}"
     )
 
-
 def hp_close(a, b, device):
     """BF16 reference GEMMs: bitwise on the CPU; on CUDA torch._grouped_mm and torch.mm may
     order the FP32 accumulation differently, so allow one BF16 ulp-level difference."""
@@ -33,7 +29,6 @@ def hp_close(a, b, device):
         bitwise(a, b)
     else:
         torch.testing.assert_close(a.float(), b.float(), rtol=1e-2, atol=1e-2)
-
 
 def make(device, sizes, k=64, n=32, e=None, extra_rows=0, seed=0, dtype=torch.bfloat16):
     g = torch.Generator().manual_seed(seed)
@@ -47,25 +42,21 @@ def make(device, sizes, k=64, n=32, e=None, extra_rows=0, seed=0, dtype=torch.bf
     offs = torch.tensor(sizes, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
     return a, b, offs
 
-
 def bounds(offs):
     o = [0] + offs.tolist()
     return [(o[i], o[i + 1]) for i in range(len(o) - 1)]
 
-
-def test_group_amax_expansion_equals_per_split_quantize():
-    for device in ["cpu"] + (["cuda"] if CUDA else []):
-        a, _, offs = make(device, [16, 0, 5, 27], extra_rows=3)
-        amax = ops.amax(a, scope="group", offsets=offs)
-        c, s, _, _ = ops.quantize(a, amax, offsets=offs, scope="group", rule="mae")
-        for g, (lo, hi) in enumerate(bounds(offs)):
-            ag = ops.amax(a[lo:hi].contiguous())
-            if hi > lo:
-                bitwise(amax[g : g + 1], ag)
-            cg, sg, _, _ = ops.quantize(a[lo:hi].contiguous(), ag, rule="mae")
-            bitwise(c[lo:hi], cg)
-            bitwise(s[lo:hi], sg)
-
+def test_group_amax_expansion_equals_per_split_quantize(device):
+    a, _, offs = make(device, [16, 0, 5, 27], extra_rows=3)
+    amax = ops.amax(a, scope="group", offsets=offs)
+    c, s, _, _ = ops.quantize(a, amax, offsets=offs, scope="group", rule="mae")
+    for g, (lo, hi) in enumerate(bounds(offs)):
+        ag = ops.amax(a[lo:hi].contiguous())
+        if hi > lo:
+            bitwise(amax[g : g + 1], ag)
+        cg, sg, _, _ = ops.quantize(a[lo:hi].contiguous(), ag, rule="mae")
+        bitwise(c[lo:hi], cg)
+        bitwise(s[lo:hi], sg)
 
 def dense_reference(a, b, offs, bias, recipe):
     """grouped forward as dense f46.linear per group (per-tensor amax of A_g == group amax)."""
@@ -78,8 +69,6 @@ def dense_reference(a, b, offs, bias, recipe):
                 out[lo:hi] = f46.linear(a[lo:hi], b[g], bg, recipe)
     return out
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 @pytest.mark.parametrize("row_scaled", [False, True])
 def test_forward_equals_dense_per_group(device, weight_block, row_scaled):
@@ -89,7 +78,6 @@ def test_forward_equals_dense_per_group(device, weight_block, row_scaled):
     y = f46.grouped_mm(a, b, offs, bias, r)
     bitwise(y, dense_reference(a, b, offs, bias, r))
     bitwise(y[offs[-1].item() :], torch.zeros_like(y[offs[-1].item() :]))
-
 
 def manual_backward(a, b, offs, dy, recipe, mode):
     """dA, dB of grouped_mm from per-group dense constructions on the documented operands."""
@@ -130,7 +118,6 @@ def manual_backward(a, b, offs, dy, recipe, mode):
                          b_bound=recipe.scale_bound, out_dtype=b.dtype)
     return da, db
 
-
 def run_grouped(a, b, offs, recipe, dy, bias=None):
     a = a.clone().requires_grad_()
     b = b.clone().requires_grad_()
@@ -140,8 +127,6 @@ def run_grouped(a, b, offs, recipe, dy, bias=None):
     y.backward(dy)
     return y.detach(), a.grad, b.grad, None if bias is None else bias.grad
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 def test_backward_equals_manual(device, mode, weight_block):
@@ -159,8 +144,6 @@ def test_backward_equals_manual(device, mode, weight_block):
     ref_bias = torch.stack([dy[lo:hi].float().sum(0) for lo, hi in bounds(offs)])
     torch.testing.assert_close(dbias, ref_bias, rtol=1e-5, atol=1e-5)
 
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_quantized_backward_rht_equals_manual(device):
     r = f46.Recipe(backward_override="quantized", wgrad_rht=True)
     a, b, offs = make(device, [16, 11, 0, 24])
@@ -170,13 +153,10 @@ def test_quantized_backward_rht_equals_manual(device):
     bitwise(da, rda)
     bitwise(db, rdb)
 
-
 def sqnr_db(x, ref):
     x, ref = x.double(), ref.double()
     return (10 * torch.log10(ref.pow(2).sum() / (x - ref).pow(2).sum())).item()
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("rounding", ["rne", "stochastic"])
 def test_quantized_backward_close_to_bf16(device, rounding):
     r = f46.Recipe(backward_override="quantized", grad_rounding=rounding, wgrad_rht=True)
@@ -188,8 +168,6 @@ def test_quantized_backward_close_to_bf16(device, rounding):
     assert sqnr_db(da, hda) > 10.0
     assert sqnr_db(db, hdb) > 10.0
 
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_stochastic_rounding_reproducible(device):
     r = f46.Recipe(backward_override="quantized", grad_rounding="stochastic", seed=7)
     a, b, offs = make(device, [16, 32])
@@ -202,7 +180,6 @@ def test_stochastic_rounding_reproducible(device):
     bitwise(da1, da3)
     bitwise(db1, db3)
     assert not torch.equal(da1, da2)
-
 
 def aligned_layout(a, offs, align):
     """Manual N12 layout: group g at padded offset P[g-1], padded with zero rows."""
@@ -217,8 +194,6 @@ def aligned_layout(a, offs, align):
     poffs = torch.tensor(padded, dtype=torch.int64).cumsum(0).to(torch.int32).to(a.device)
     return ap, poffs
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", MODES)
 def test_ragged_padded_equals_aligned(device, mode):
     align = 32
@@ -236,8 +211,6 @@ def test_ragged_padded_equals_aligned(device, mode):
     bitwise(y[m_end:], torch.zeros_like(y[m_end:]))
     bitwise(db, dbp)
 
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_dequantized_backward_unaligned_with_padding(device):
     r = f46.Recipe(backward_override="dequantized", pad_token_groups=16)
     a, b, offs = make(device, [3, 13, 0, 22])
@@ -247,8 +220,6 @@ def test_dequantized_backward_unaligned_with_padding(device):
     hp_close(da, rda, device)
     hp_close(db, rdb, device)
 
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_rl_recipe_point(device):
     """Row-scaled + mse + bound 256 + 1x16 weights + dequantized backward (RL consistency)."""
     r = f46.Recipe(row_scaled_activation=True, err_mode="mse", scale_bound=256.0,
@@ -261,8 +232,6 @@ def test_rl_recipe_point(device):
     hp_close(da, rda, device)
     hp_close(db, rdb, device)
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", MODES)
 def test_empty_groups_zero_tokens_short_offsets(device, mode):
     r = f46.Recipe(backward_override=mode)
@@ -278,8 +247,6 @@ def test_empty_groups_zero_tokens_short_offsets(device, mode):
                                                             device=device))
     assert y.shape == (0, 32) and da.shape == (0, 64) and not db.any()
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 def test_prequantized_equals_differentiable(device, weight_block):
     r = f46.Recipe(weight_block=weight_block, pad_token_groups=16)
@@ -290,8 +257,6 @@ def test_prequantized_equals_differentiable(device, weight_block):
     bitwise(qw.dequantize(), torch.stack([quantize_weight(b[g], r).dequantize()
                                           for g in range(3)]))
 
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_nan_stays_in_its_group(device):
     """N9: a NaN in group g makes that group's outputs non-finite, and only those."""
     a, b, offs = make(device, [16, 8, 24])

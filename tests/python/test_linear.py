@@ -12,14 +12,9 @@ import f46
 from f46 import ops
 from f46.quantized import quantize_gradient, quantize_weight
 
-CUDA = torch.cuda.is_available()
-DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason="no CUDA"))]
-
-
 def bitwise(a, b):
     assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
     assert torch.equal(a, b), f"max |diff| = {(a.float() - b.float()).abs().max().item()}"
-
 
 def hp_close(a, b, device):
     if device == "cpu":
@@ -27,14 +22,12 @@ def hp_close(a, b, device):
     else:
         torch.testing.assert_close(a.float(), b.float(), rtol=1e-2, atol=1e-2)
 
-
 def make(device, m=40, k=64, n=48, seed=0, dtype=torch.bfloat16):
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(m, k, generator=g) * (1 + torch.arange(m) % 7)[:, None]).to(dtype)
     w = (torch.randn(n, k, generator=g) * 0.05).to(dtype)
     bias = torch.randn(n, generator=g)
     return x.to(device), w.to(device), bias.to(device)
-
 
 def manual_forward(x, w, bias, r):
     scope = "row" if r.row_scaled_activation else "tensor"
@@ -44,7 +37,6 @@ def manual_forward(x, w, bias, r):
     return ops.gemm(c, s, am, qw.codes, qw.scales, qw.amax, a_scope=scope, a_bound=r.scale_bound,
                     b_bound=r.scale_bound, bias=bias, out_dtype=x.dtype)
 
-
 def run(x, w, bias, r, dy):
     x = x.clone().requires_grad_()
     w = w.clone().requires_grad_()
@@ -53,8 +45,6 @@ def run(x, w, bias, r, dy):
     y.backward(dy)
     return y.detach(), x.grad, w.grad, bias.grad
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 @pytest.mark.parametrize("row_scaled", [False, True])
 @pytest.mark.parametrize("err_mode", ["mae", "mse", "all6"])
@@ -68,8 +58,6 @@ def test_forward_equals_manual(device, weight_block, row_scaled, err_mode):
     ref = (x.double() @ w.double().t() + bias.double())
     assert ((y.double() - ref).norm() / ref.norm()).item() < 0.2
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mode", ["high_precision", "dequantized"])
 @pytest.mark.parametrize("row_scaled", [False, True])
 def test_bf16_backward_modes(device, mode, row_scaled):
@@ -87,7 +75,6 @@ def test_bf16_backward_modes(device, mode, row_scaled):
     hp_close(dx, dy @ wo, device)
     hp_close(dw, dy.t() @ xo, device)
     torch.testing.assert_close(db, dy.float().sum(0))
-
 
 def manual_quantized_backward(x, w, dy, r, sr_offset=0):
     """dgrad = Q_grad(dY) (rowwise along N) x Q(W)^T columnwise; wgrad = Q_grad(dY)^T x Q(X)^T,
@@ -111,8 +98,6 @@ def manual_quantized_backward(x, w, dy, r, sr_offset=0):
                   out_dtype=w.dtype)
     return dx, dw
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 @pytest.mark.parametrize("rht", [False, True])
 @pytest.mark.parametrize("m", [40, 48])
@@ -126,8 +111,6 @@ def test_quantized_backward_equals_manual(device, weight_block, rht, m):
     bitwise(dx, rdx)
     bitwise(dw, rdw)
 
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_quantized_backward_stochastic_equals_manual(device):
     r = f46.Recipe(grad_rounding="stochastic", seed=11)
     x, w, bias = make(device, m=32)
@@ -140,13 +123,10 @@ def test_quantized_backward_stochastic_equals_manual(device):
     _, dx2, _, _ = run(x, w, bias, r, dy)  # offset 6: other random bits
     assert not torch.equal(dx, dx2)
 
-
 def sqnr_db(x, ref):
     x, ref = x.double(), ref.double()
     return (10 * torch.log10(ref.pow(2).sum() / (x - ref).pow(2).sum())).item()
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("recipe", [f46.Recipe(), f46.Recipe(wgrad_rht=True),
                                     f46.Recipe(grad_rounding="stochastic"), f46.Recipe.nvfp4()])
 def test_quantized_gradients_close_to_bf16(device, recipe):
@@ -158,8 +138,6 @@ def test_quantized_gradients_close_to_bf16(device, recipe):
     assert sqnr_db(dx, hdx) > 10.0
     assert sqnr_db(dw, hdw) > 10.0
 
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_leading_dims_zero_tokens_dtypes(device):
     r = f46.Recipe()
     x, w, bias = make(device, m=24)
@@ -176,8 +154,6 @@ def test_leading_dims_zero_tokens_dtypes(device):
     assert y32.dtype == torch.float32
     bitwise(f46.linear(x, w, bias.bfloat16(), r), manual_forward(x, w, bias.bfloat16(), r))
 
-
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 def test_prequantized_equals_differentiable(device, weight_block):
     r = f46.Recipe(weight_block=weight_block)
@@ -194,8 +170,6 @@ def test_prequantized_equals_differentiable(device, weight_block):
     with torch.no_grad():
         bitwise(f46.linear(x, q2, bias, r), f46.linear(x, w, bias, r))
 
-
-@pytest.mark.parametrize("device", DEVICES)
 def test_nan_input_propagates(device):
     """N9: a NaN anywhere in x makes the per-tensor amax NaN and every output non-finite."""
     x, w, bias = make(device)
