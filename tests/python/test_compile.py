@@ -16,12 +16,15 @@ import f46
 
 MODES = ["high_precision", "dequantized", "quantized"]
 
+
 def backend_for(device):
     return "inductor" if device == "cuda" else "aot_eager"
+
 
 def bitwise(a, b):
     assert a.shape == b.shape and a.dtype == b.dtype
     assert torch.equal(a, b), f"max |diff| = {(a.float() - b.float()).abs().max().item()}"
+
 
 def fwd_bwd(fn, inputs, dy):
     leaves = [t.detach().clone().requires_grad_(t.is_floating_point()) for t in inputs]
@@ -29,11 +32,13 @@ def fwd_bwd(fn, inputs, dy):
     y.backward(dy)
     return [y.detach()] + [t.grad for t in leaves if t.is_floating_point()]
 
+
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
     torch._dynamo.reset()
     yield
     torch._dynamo.reset()
+
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("weight_block", [1, 16])
@@ -55,6 +60,7 @@ def test_linear_compile_equals_eager(device, mode, weight_block):
     for e, c in zip(eager, compiled):
         bitwise(c, e)
 
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 def test_grouped_compile_equals_eager(device, mode, weight_block):
@@ -74,6 +80,7 @@ def test_grouped_compile_equals_eager(device, mode, weight_block):
                        [a, bw, offs], dy)
     for e, c in zip(eager, compiled):
         bitwise(c, e)
+
 
 @pytest.mark.skipif(os.environ.get("F46_SKIP_INDUCTOR_CPU") == "1", reason="asked to skip")
 def test_linear_compile_inductor_cpu():

@@ -6,6 +6,7 @@ import torch
 import f46
 from f46 import ops
 
+
 @pytest.mark.parametrize(
     "kw, word",
     [
@@ -24,9 +25,12 @@ from f46 import ops
         ({"seed": -1}, "seed"),
     ],
 )
+
+
 def test_recipe_validation(kw, word):
     with pytest.raises(ValueError, match=word):
         f46.Recipe(**kw)
+
 
 def test_recipe_defaults_and_presets():
     r = f46.Recipe()
@@ -41,6 +45,7 @@ def test_recipe_defaults_and_presets():
     with pytest.raises(Exception):
         r.err_mode = "mse"  # frozen
     assert hash(r) == hash(f46.Recipe())
+
 
 def test_linear_bad_arguments(device):
     x = torch.randn(8, 64, dtype=torch.bfloat16, device=device)
@@ -67,6 +72,7 @@ def test_linear_bad_arguments(device):
         f46.linear(x.clone().requires_grad_(), qw, recipe=r)
     with pytest.raises(ValueError, match="recipe"):
         f46.linear(x, qw, recipe=r.replace(err_mode="mse"))
+
 
 def test_grouped_bad_arguments(device):
     a = torch.randn(24, 64, dtype=torch.bfloat16, device=device)
@@ -99,6 +105,7 @@ def test_grouped_bad_arguments(device):
     with pytest.raises(ValueError, match="expert weights"):
         f46.F46GroupedExperts.from_bf16(b, b, b)
 
+
 def test_compat_bad_arguments():
     x = torch.randn(16, 64, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="block"):
@@ -108,11 +115,13 @@ def test_compat_bad_arguments():
     with pytest.raises(ValueError, match="scale_bound"):
         f46.four_over_six_quantize(x, e4m3_scale_bound=1000.0)
 
+
 def test_ops_reject_stochastic_with_error_rule():
     """N6: stochastic rounding only with rule all6 / all4 or gradient mode."""
     x = torch.randn(16, 64, dtype=torch.bfloat16)
     with pytest.raises((RuntimeError, ValueError), match="mae"):
         ops.quantize(x, ops.amax(x), rule="mae", stochastic=True)
+
 
 def test_compat_matches_core():
     """compat names are the core functions under other spellings (bitwise)."""

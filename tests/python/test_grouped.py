@@ -15,12 +15,14 @@ from f46.quantized import quantize_gradient, quantize_weight
 
 MODES = ["high_precision", "dequantized", "quantized"]
 
+
 def bitwise(a, b):
     assert a.shape == b.shape, (a.shape, b.shape)
     assert a.dtype == b.dtype, (a.dtype, b.dtype)
     assert torch.equal(a.view(torch.uint8) if a.dtype == torch.uint8 else a, b), (
         f"max |diff| = {(a.float() - b.float()).abs().max().item()}"
     )
+
 
 def hp_close(a, b, device):
     """BF16 reference GEMMs: bitwise on the CPU; on CUDA torch._grouped_mm and torch.mm may
@@ -29,6 +31,7 @@ def hp_close(a, b, device):
         bitwise(a, b)
     else:
         torch.testing.assert_close(a.float(), b.float(), rtol=1e-2, atol=1e-2)
+
 
 def make(device, sizes, k=64, n=32, e=None, extra_rows=0, seed=0, dtype=torch.bfloat16):
     g = torch.Generator().manual_seed(seed)
@@ -42,9 +45,11 @@ def make(device, sizes, k=64, n=32, e=None, extra_rows=0, seed=0, dtype=torch.bf
     offs = torch.tensor(sizes, dtype=torch.int64).cumsum(0).to(torch.int32).to(device)
     return a, b, offs
 
+
 def bounds(offs):
     o = [0] + offs.tolist()
     return [(o[i], o[i + 1]) for i in range(len(o) - 1)]
+
 
 def test_group_amax_expansion_equals_per_split_quantize(device):
     a, _, offs = make(device, [16, 0, 5, 27], extra_rows=3)
@@ -58,6 +63,7 @@ def test_group_amax_expansion_equals_per_split_quantize(device):
         bitwise(c[lo:hi], cg)
         bitwise(s[lo:hi], sg)
 
+
 def dense_reference(a, b, offs, bias, recipe):
     """grouped forward as dense f46.linear per group (per-tensor amax of A_g == group amax)."""
     m, n = a.shape[0], b.shape[1]
@@ -69,6 +75,7 @@ def dense_reference(a, b, offs, bias, recipe):
                 out[lo:hi] = f46.linear(a[lo:hi], b[g], bg, recipe)
     return out
 
+
 @pytest.mark.parametrize("weight_block", [1, 16])
 @pytest.mark.parametrize("row_scaled", [False, True])
 def test_forward_equals_dense_per_group(device, weight_block, row_scaled):
@@ -78,6 +85,7 @@ def test_forward_equals_dense_per_group(device, weight_block, row_scaled):
     y = f46.grouped_mm(a, b, offs, bias, r)
     bitwise(y, dense_reference(a, b, offs, bias, r))
     bitwise(y[offs[-1].item() :], torch.zeros_like(y[offs[-1].item() :]))
+
 
 def manual_backward(a, b, offs, dy, recipe, mode):
     """dA, dB of grouped_mm from per-group dense constructions on the documented operands."""
@@ -118,6 +126,7 @@ def manual_backward(a, b, offs, dy, recipe, mode):
                          b_bound=recipe.scale_bound, out_dtype=b.dtype)
     return da, db
 
+
 def run_grouped(a, b, offs, recipe, dy, bias=None):
     a = a.clone().requires_grad_()
     b = b.clone().requires_grad_()
@@ -126,6 +135,7 @@ def run_grouped(a, b, offs, recipe, dy, bias=None):
     y = f46.grouped_mm(a, b, offs, bias, recipe)
     y.backward(dy)
     return y.detach(), a.grad, b.grad, None if bias is None else bias.grad
+
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("weight_block", [1, 16])
@@ -144,6 +154,7 @@ def test_backward_equals_manual(device, mode, weight_block):
     ref_bias = torch.stack([dy[lo:hi].float().sum(0) for lo, hi in bounds(offs)])
     torch.testing.assert_close(dbias, ref_bias, rtol=1e-5, atol=1e-5)
 
+
 def test_quantized_backward_rht_equals_manual(device):
     r = f46.Recipe(backward_override="quantized", wgrad_rht=True)
     a, b, offs = make(device, [16, 11, 0, 24])
@@ -153,9 +164,11 @@ def test_quantized_backward_rht_equals_manual(device):
     bitwise(da, rda)
     bitwise(db, rdb)
 
+
 def sqnr_db(x, ref):
     x, ref = x.double(), ref.double()
     return (10 * torch.log10(ref.pow(2).sum() / (x - ref).pow(2).sum())).item()
+
 
 @pytest.mark.parametrize("rounding", ["rne", "stochastic"])
 def test_quantized_backward_close_to_bf16(device, rounding):
@@ -167,6 +180,7 @@ def test_quantized_backward_close_to_bf16(device, rounding):
     _, hda, hdb, _ = run_grouped(a, b, offs, rh, dy)
     assert sqnr_db(da, hda) > 10.0
     assert sqnr_db(db, hdb) > 10.0
+
 
 def test_stochastic_rounding_reproducible(device):
     r = f46.Recipe(backward_override="quantized", grad_rounding="stochastic", seed=7)
@@ -181,6 +195,7 @@ def test_stochastic_rounding_reproducible(device):
     bitwise(db1, db3)
     assert not torch.equal(da1, da2)
 
+
 def aligned_layout(a, offs, align):
     """Manual N12 layout: group g at padded offset P[g-1], padded with zero rows."""
     sizes = [hi - lo for lo, hi in bounds(offs)]
@@ -193,6 +208,7 @@ def aligned_layout(a, offs, align):
         p += sp
     poffs = torch.tensor(padded, dtype=torch.int64).cumsum(0).to(torch.int32).to(a.device)
     return ap, poffs
+
 
 @pytest.mark.parametrize("mode", MODES)
 def test_ragged_padded_equals_aligned(device, mode):
@@ -211,6 +227,7 @@ def test_ragged_padded_equals_aligned(device, mode):
     bitwise(y[m_end:], torch.zeros_like(y[m_end:]))
     bitwise(db, dbp)
 
+
 def test_dequantized_backward_unaligned_with_padding(device):
     r = f46.Recipe(backward_override="dequantized", pad_token_groups=16)
     a, b, offs = make(device, [3, 13, 0, 22])
@@ -219,6 +236,7 @@ def test_dequantized_backward_unaligned_with_padding(device):
     rda, rdb = manual_backward(a, b, offs, dy, r, "dequantized")
     hp_close(da, rda, device)
     hp_close(db, rdb, device)
+
 
 def test_rl_recipe_point(device):
     """Row-scaled + mse + bound 256 + 1x16 weights + dequantized backward (RL consistency)."""
@@ -231,6 +249,7 @@ def test_rl_recipe_point(device):
     rda, rdb = manual_backward(a, b, offs, dy, r, "dequantized")
     hp_close(da, rda, device)
     hp_close(db, rdb, device)
+
 
 @pytest.mark.parametrize("mode", MODES)
 def test_empty_groups_zero_tokens_short_offsets(device, mode):
@@ -247,6 +266,7 @@ def test_empty_groups_zero_tokens_short_offsets(device, mode):
                                                             device=device))
     assert y.shape == (0, 32) and da.shape == (0, 64) and not db.any()
 
+
 @pytest.mark.parametrize("weight_block", [1, 16])
 def test_prequantized_equals_differentiable(device, weight_block):
     r = f46.Recipe(weight_block=weight_block, pad_token_groups=16)
@@ -256,6 +276,7 @@ def test_prequantized_equals_differentiable(device, weight_block):
         bitwise(f46.grouped_mm(a, qw, offs, recipe=r), f46.grouped_mm(a, b, offs, recipe=r))
     bitwise(qw.dequantize(), torch.stack([quantize_weight(b[g], r).dequantize()
                                           for g in range(3)]))
+
 
 def test_nan_stays_in_its_group(device):
     """N9: a NaN in group g makes that group's outputs non-finite, and only those."""

@@ -12,9 +12,11 @@ import f46
 from f46 import ops
 from f46.quantized import quantize_gradient, quantize_weight
 
+
 def bitwise(a, b):
     assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
     assert torch.equal(a, b), f"max |diff| = {(a.float() - b.float()).abs().max().item()}"
+
 
 def hp_close(a, b, device):
     if device == "cpu":
@@ -22,12 +24,14 @@ def hp_close(a, b, device):
     else:
         torch.testing.assert_close(a.float(), b.float(), rtol=1e-2, atol=1e-2)
 
+
 def make(device, m=40, k=64, n=48, seed=0, dtype=torch.bfloat16):
     g = torch.Generator().manual_seed(seed)
     x = (torch.randn(m, k, generator=g) * (1 + torch.arange(m) % 7)[:, None]).to(dtype)
     w = (torch.randn(n, k, generator=g) * 0.05).to(dtype)
     bias = torch.randn(n, generator=g)
     return x.to(device), w.to(device), bias.to(device)
+
 
 def manual_forward(x, w, bias, r):
     scope = "row" if r.row_scaled_activation else "tensor"
@@ -37,6 +41,7 @@ def manual_forward(x, w, bias, r):
     return ops.gemm(c, s, am, qw.codes, qw.scales, qw.amax, a_scope=scope, a_bound=r.scale_bound,
                     b_bound=r.scale_bound, bias=bias, out_dtype=x.dtype)
 
+
 def run(x, w, bias, r, dy):
     x = x.clone().requires_grad_()
     w = w.clone().requires_grad_()
@@ -44,6 +49,7 @@ def run(x, w, bias, r, dy):
     y = f46.linear(x, w, bias, r)
     y.backward(dy)
     return y.detach(), x.grad, w.grad, bias.grad
+
 
 @pytest.mark.parametrize("weight_block", [1, 16])
 @pytest.mark.parametrize("row_scaled", [False, True])
@@ -57,6 +63,7 @@ def test_forward_equals_manual(device, weight_block, row_scaled, err_mode):
     # 4/6 forward is close to the BF16 product
     ref = (x.double() @ w.double().t() + bias.double())
     assert ((y.double() - ref).norm() / ref.norm()).item() < 0.2
+
 
 @pytest.mark.parametrize("mode", ["high_precision", "dequantized"])
 @pytest.mark.parametrize("row_scaled", [False, True])
@@ -75,6 +82,7 @@ def test_bf16_backward_modes(device, mode, row_scaled):
     hp_close(dx, dy @ wo, device)
     hp_close(dw, dy.t() @ xo, device)
     torch.testing.assert_close(db, dy.float().sum(0))
+
 
 def manual_quantized_backward(x, w, dy, r, sr_offset=0):
     """dgrad = Q_grad(dY) (rowwise along N) x Q(W)^T columnwise; wgrad = Q_grad(dY)^T x Q(X)^T,
@@ -98,6 +106,7 @@ def manual_quantized_backward(x, w, dy, r, sr_offset=0):
                   out_dtype=w.dtype)
     return dx, dw
 
+
 @pytest.mark.parametrize("weight_block", [1, 16])
 @pytest.mark.parametrize("rht", [False, True])
 @pytest.mark.parametrize("m", [40, 48])
@@ -111,6 +120,7 @@ def test_quantized_backward_equals_manual(device, weight_block, rht, m):
     bitwise(dx, rdx)
     bitwise(dw, rdw)
 
+
 def test_quantized_backward_stochastic_equals_manual(device):
     r = f46.Recipe(grad_rounding="stochastic", seed=11)
     x, w, bias = make(device, m=32)
@@ -123,12 +133,16 @@ def test_quantized_backward_stochastic_equals_manual(device):
     _, dx2, _, _ = run(x, w, bias, r, dy)  # offset 6: other random bits
     assert not torch.equal(dx, dx2)
 
+
 def sqnr_db(x, ref):
     x, ref = x.double(), ref.double()
     return (10 * torch.log10(ref.pow(2).sum() / (x - ref).pow(2).sum())).item()
 
+
 @pytest.mark.parametrize("recipe", [f46.Recipe(), f46.Recipe(wgrad_rht=True),
                                     f46.Recipe(grad_rounding="stochastic"), f46.Recipe.nvfp4()])
+
+
 def test_quantized_gradients_close_to_bf16(device, recipe):
     """Quantized gradients agree with BF16 gradients within SQNR > 10 dB."""
     x, w, bias = make(device, m=128, k=128, n=64)
@@ -137,6 +151,7 @@ def test_quantized_gradients_close_to_bf16(device, recipe):
     _, hdx, hdw, _ = run(x, w, bias, recipe.replace(backward_override="high_precision"), dy)
     assert sqnr_db(dx, hdx) > 10.0
     assert sqnr_db(dw, hdw) > 10.0
+
 
 def test_leading_dims_zero_tokens_dtypes(device):
     r = f46.Recipe()
@@ -154,6 +169,7 @@ def test_leading_dims_zero_tokens_dtypes(device):
     assert y32.dtype == torch.float32
     bitwise(f46.linear(x, w, bias.bfloat16(), r), manual_forward(x, w, bias.bfloat16(), r))
 
+
 @pytest.mark.parametrize("weight_block", [1, 16])
 def test_prequantized_equals_differentiable(device, weight_block):
     r = f46.Recipe(weight_block=weight_block)
@@ -169,6 +185,7 @@ def test_prequantized_equals_differentiable(device, weight_block):
     assert q2 is not q1 and not torch.equal(q2.codes, q1.codes)
     with torch.no_grad():
         bitwise(f46.linear(x, q2, bias, r), f46.linear(x, w, bias, r))
+
 
 def test_nan_input_propagates(device):
     """N9: a NaN anywhere in x makes the per-tensor amax NaN and every output non-finite."""

@@ -7,9 +7,11 @@ from torch import nn
 
 import f46
 
+
 def bitwise(a, b):
     assert a.shape == b.shape and a.dtype == b.dtype
     assert torch.equal(a, b), f"max |diff| = {(a.float() - b.float()).abs().max().item()}"
+
 
 class GroupedExperts(nn.Module):
     """torchtitan-like experts (the duck type convert_model looks for)."""
@@ -20,6 +22,7 @@ class GroupedExperts(nn.Module):
         self.w2 = nn.Parameter(torch.randn(e, dim, hidden) * 0.05)
         self.w3 = nn.Parameter(torch.randn(e, hidden, dim) * 0.05)
 
+
 class Block(nn.Module):
     def __init__(self):
         super().__init__()
@@ -28,11 +31,13 @@ class Block(nn.Module):
         self.experts = GroupedExperts(64, 32, 4)
         self.router = nn.Linear(64, 16, bias=False)
 
+
 class Model(nn.Module):
     def __init__(self):
         super().__init__()
         self.layers = nn.ModuleList([Block(), Block()])
         self.output = nn.Linear(64, 96, bias=False)
+
 
 def test_convert_model_swaps_the_right_modules():
     torch.manual_seed(0)
@@ -58,6 +63,7 @@ def test_convert_model_swaps_the_right_modules():
     m3 = f46.convert_model(Model(), r, head_names=())
     assert isinstance(m3.output, f46.F46Linear)  # the head converts when asked
 
+
 def test_f46linear_matches_functional_and_caches(device):
     torch.manual_seed(0)
     lin = nn.Linear(64, 48).to(device).to(torch.bfloat16)
@@ -76,6 +82,7 @@ def test_f46linear_matches_functional_and_caches(device):
         m.weight.mul_(2.0)
         assert m.quantized_weight() is not q
         bitwise(m(x), f46.linear(x, m.weight, m.bias, r))
+
 
 @pytest.mark.parametrize("mode", ["high_precision", "dequantized", "quantized"])
 def test_grouped_experts_equals_manual_swiglu(device, mode):
