@@ -77,7 +77,12 @@ def grouped_mm_k_bf16(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> t
     n, k = a.shape[1], b.shape[1]
     a8 = _pad_last(_bf16(a), 8).contiguous()
     b8 = _pad_last(_bf16(b), 8).contiguous()
-    return torch._grouped_mm(a8.t(), b8, offs=offs)[:, :n, :k]
+    out = torch._grouped_mm(a8.t(), b8, offs=offs)[:, :n, :k]
+    # empty groups are zero matrices (N11), whatever the backend leaves there
+    o = offs.to(torch.int64)
+    nonempty = (o - F.pad(o[:-1], (1, 0))) > 0  # (E)
+    return torch.where(nonempty[:, None, None], out, torch.zeros((), dtype=out.dtype,
+                                                                 device=out.device))
 
 
 def _group_bias_grad(dy: torch.Tensor, offs: torch.Tensor, e: int) -> torch.Tensor:
