@@ -12,9 +12,12 @@ namespace {
 
 const char* scope_name(AmaxScope s) {
   switch (s) {
-    case AmaxScope::kTensor: return "tensor";
-    case AmaxScope::kRow: return "row";
-    case AmaxScope::kGroup: return "group";
+    case AmaxScope::kTensor:
+      return "tensor";
+    case AmaxScope::kRow:
+      return "row";
+    case AmaxScope::kGroup:
+      return "group";
   }
   return "?";
 }
@@ -53,12 +56,13 @@ void check_amax(const QuantizedOperand& op, const char* name, const char* fn,
     ok = ok || s == op.scope;
     legal += std::string(legal.empty() ? "" : "|") + scope_name(s);
   }
-  F46_CHECK(ok, name, ".scope = ", scope_name(op.scope), " is not allowed in ", fn, " (allowed: ",
-            legal, ")");
+  F46_CHECK(ok, name, ".scope = ", scope_name(op.scope), " is not allowed in ", fn,
+            " (allowed: ", legal, ")");
   const std::string amax = field(name, "amax");
   check::dtype(op.amax, amax.c_str(), DType::kFloat32);
   check::contiguous(op.amax, amax.c_str());
-  const int64_t n = op.scope == AmaxScope::kTensor ? 1 : (op.scope == AmaxScope::kRow ? rows : groups);
+  const int64_t n =
+      op.scope == AmaxScope::kTensor ? 1 : (op.scope == AmaxScope::kRow ? rows : groups);
   F46_CHECK(op.amax.ndim == 1 && op.amax.size(0) == n, amax, " must have shape [", n, "] for ",
             scope_name(op.scope), " scope, got ", op.amax.describe());
 }
@@ -107,8 +111,8 @@ void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView
           TensorView& out, const Context& ctx) {
   const int64_t k = check_codes_scales(a, "a", 2);
   const int64_t kb = check_codes_scales(b, "b", 2);
-  F46_CHECK(kb == k, "b.codes has K = ", kb, " but a.codes has K = ", k, " (a (M, K/2) = ",
-            a.codes.describe(), ", b (N, K/2) = ", b.codes.describe(), ")");
+  F46_CHECK(kb == k, "b.codes has K = ", kb, " but a.codes has K = ", k,
+            " (a (M, K/2) = ", a.codes.describe(), ", b (N, K/2) = ", b.codes.describe(), ")");
   const int64_t m = a.codes.size(0), n = b.codes.size(0);
   check_amax(a, "a", "gemm", {AmaxScope::kTensor, AmaxScope::kRow}, m, 0);
   check_amax(b, "b", "gemm", {AmaxScope::kTensor}, n, 0);
@@ -120,22 +124,24 @@ void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView
   check_out(out, {m, n});
   check_devices(a, b, {{&bias, "bias"}, {&out, "out"}});
   check_out_alias(out, a, b, {{&bias, "bias"}});
-  if (on_cpu(out)) cpu::gemm(a, b, bias, out, ctx);
-  else cuda::gemm(a, b, bias, out, ctx);
+  if (on_cpu(out))
+    cpu::gemm(a, b, bias, out, ctx);
+  else
+    cuda::gemm(a, b, bias, out, ctx);
 }
 
 void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
                     const TensorView& bias, TensorView& out, const Context& ctx) {
   const int64_t k = check_codes_scales(a, "a", 2);
   const int64_t kb = check_codes_scales(b, "b", 3);
-  F46_CHECK(kb == k, "b.codes has K = ", kb, " but a.codes has K = ", k, " (a (M, K/2) = ",
-            a.codes.describe(), ", b (E, N, K/2) = ", b.codes.describe(), ")");
+  F46_CHECK(kb == k, "b.codes has K = ", kb, " but a.codes has K = ", k,
+            " (a (M, K/2) = ", a.codes.describe(), ", b (E, N, K/2) = ", b.codes.describe(), ")");
   check_offsets(offs, "offs");
   const int64_t m = a.codes.size(0), e = b.codes.size(0), n = b.codes.size(1);
   F46_CHECK(offs.size(0) == e, "offs has ", offs.size(0), " groups but b.codes has E = ", e,
             " experts");
-  check_amax(a, "a", "grouped_gemm_m", {AmaxScope::kTensor, AmaxScope::kRow, AmaxScope::kGroup},
-             m, e);
+  check_amax(a, "a", "grouped_gemm_m", {AmaxScope::kTensor, AmaxScope::kRow, AmaxScope::kGroup}, m,
+             e);
   check_amax(b, "b", "grouped_gemm_m", {AmaxScope::kTensor, AmaxScope::kGroup}, n, e);
   if (bias.defined()) {
     check::dtype_in(bias, "bias", {DType::kFloat32, DType::kBFloat16});

@@ -67,8 +67,8 @@ void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t align
   }
 }
 
-void unpad_token_groups(const TensorView& y, const TensorView& offs,
-                        const TensorView& padded_offs, TensorView& out, const Context& ctx) {
+void unpad_token_groups(const TensorView& y, const TensorView& offs, const TensorView& padded_offs,
+                        TensorView& out, const Context& ctx) {
   check_rows(y, "y");
   check_group_offsets(offs, "offs");
   check_group_offsets(padded_offs, "padded_offs");

@@ -119,8 +119,8 @@ struct RowScale {
 };
 
 // out rows [r0, r1) (row r at out row out_row0 + r - r0) from the accumulators c (rows, n).
-void write_rows(const float* c, int64_t ldc, int64_t r0, int64_t r1, int64_t n,
-                const RowScale& rs, TensorView& out, int64_t out_row0) {
+void write_rows(const float* c, int64_t ldc, int64_t r0, int64_t r1, int64_t n, const RowScale& rs,
+                TensorView& out, int64_t out_row0) {
   const int64_t os = out.strides[out.ndim - 2];
   const bool has_bias = !rs.bias->empty();
   const bool f32 = out.dtype == DType::kFloat32;
@@ -160,9 +160,12 @@ float amax_at(const QuantizedOperand& op, int64_t i) { return op.amax.ptr<float>
 // The scale of A's rows for group g (or the tensor): tensor/group scope -> gA; row -> 1/(6bA).
 float a_factor(const QuantizedOperand& a, int64_t g) {
   switch (a.scope) {
-    case AmaxScope::kTensor: return global_factor(amax_at(a, 0), a.scale_bound);
-    case AmaxScope::kGroup: return global_factor(amax_at(a, g), a.scale_bound);
-    case AmaxScope::kRow: return num::div(1.0f, num::mul(6.0f, a.scale_bound));
+    case AmaxScope::kTensor:
+      return global_factor(amax_at(a, 0), a.scale_bound);
+    case AmaxScope::kGroup:
+      return global_factor(amax_at(a, g), a.scale_bound);
+    case AmaxScope::kRow:
+      return num::div(1.0f, num::mul(6.0f, a.scale_bound));
   }
   return 0.0f;
 }

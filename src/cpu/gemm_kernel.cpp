@@ -24,7 +24,7 @@ inline constexpr int64_t kMc = 96;   // rows per task, a multiple of every kMr b
 // t (MR, 16) += a (MR, kc; row stride lda) x panel (kc, 16), k ascending per element.
 template <int MR>
 __attribute__((always_inline)) inline void micro_tile(const float* a, int64_t lda,
-                                                       const float* panel, int64_t kc, float* t) {
+                                                      const float* panel, int64_t kc, float* t) {
   V16 acc[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; ++i) std::memcpy(&acc[i], t + 16 * i, sizeof(V16));
@@ -40,8 +40,8 @@ __attribute__((always_inline)) inline void micro_tile(const float* a, int64_t ld
 
 // One task: rows [r0, r1) x panels [p0, p1) of a job, over all of K.
 template <int MR>
-__attribute__((always_inline)) inline void run_block(const MatmulJob& job, int64_t r0,
-                                                      int64_t r1, int64_t p0, int64_t p1) {
+__attribute__((always_inline)) inline void run_block(const MatmulJob& job, int64_t r0, int64_t r1,
+                                                     int64_t p0, int64_t p1) {
   const PackedB& b = *job.b;
   const int64_t n = b.n, k = b.k;
   alignas(64) float t[MR * 16];

@@ -41,10 +41,10 @@ void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t align
   zero_rows(out, dst, p_rows);  // rows past padded_offs[E-1]
 }
 
-void unpad_token_groups(const TensorView& y, const TensorView& offs,
-                        const TensorView& padded_offs, TensorView& out, const Context&) {
+void unpad_token_groups(const TensorView& y, const TensorView& offs, const TensorView& padded_offs,
+                        TensorView& out, const Context&) {
   const int64_t e = offs.size(0), m = out.size(0);
-  const int32_t* off = offs.ptr<int32_t>();         // (E) validated, <= M
+  const int32_t* off = offs.ptr<int32_t>();          // (E) validated, <= M
   const int32_t* poff = padded_offs.ptr<int32_t>();  // (E) validated, groups fit in y
   int64_t src = 0, dst = 0;
   for (int64_t g = 0; g < e; ++g) {

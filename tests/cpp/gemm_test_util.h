@@ -98,7 +98,8 @@ inline QMatrix slice_cols(const QMatrix& q, int64_t c0, int64_t c1) {
   s.scales = HostTensor(DType::kUInt8, {s.rows, s.k / 16});
   for (int64_t r = 0; r < s.rows; ++r) {
     for (int64_t j = 0; j < s.k / 2; ++j)
-      s.codes.ptr<uint8_t>()[r * (s.k / 2) + j] = q.codes.ptr<uint8_t>()[r * (q.k / 2) + c0 / 2 + j];
+      s.codes.ptr<uint8_t>()[r * (s.k / 2) + j] =
+          q.codes.ptr<uint8_t>()[r * (q.k / 2) + c0 / 2 + j];
     for (int64_t j = 0; j < s.k / 16; ++j)
       s.scales.ptr<uint8_t>()[r * (s.k / 16) + j] =
           q.scales.ptr<uint8_t>()[r * (q.k / 16) + c0 / 16 + j];

@@ -48,8 +48,9 @@ class DenseGemm : public testing::TestWithParam<DenseCase> {
   // FP64 reference of out[m, n].
   double reference(int64_t m, int64_t n) {
     const DenseCase& c = GetParam();
-    const double ga = static_cast<double>(amax_a.ptr<float>()[c.a_scope == AmaxScope::kRow ? m : 0]) /
-                      (6.0 * c.bound_a);
+    const double ga =
+        static_cast<double>(amax_a.ptr<float>()[c.a_scope == AmaxScope::kRow ? m : 0]) /
+        (6.0 * c.bound_a);
     const double gb = static_cast<double>(amax_b.ptr<float>()[0]) / (6.0 * c.bound_b);
     double y = ga * gb * dot_ref(a, 0, m, b, 0, n, 0, c.k);
     if (c.bias) y += bias.get(n);
@@ -77,8 +78,7 @@ TEST_P(DenseGemm, Bf16OutputIsRoundedFp32Output) {
   gemm(op_a(), op_b(), bias_view(), out16);
   const uint16_t* h = out16.ptr<uint16_t>();
   const float* f = out32.ptr<float>();
-  for (int64_t i = 0; i < c.m * c.n; ++i)
-    ASSERT_EQ(h[i], float_to_bf16(f[i])) << "element " << i;
+  for (int64_t i = 0; i < c.m * c.n; ++i) ASSERT_EQ(h[i], float_to_bf16(f[i])) << "element " << i;
 }
 
 // Any slice of A's rows gives the same rows of the output, bitwise (M-position independence).
@@ -99,17 +99,16 @@ TEST_P(DenseGemm, RowSlicesAreBitwiseEqual) {
       ASSERT_TRUE(same_bits(part.at(i, j), out.at(r0 + i, j))) << "row " << r0 + i << " col " << j;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Shapes, DenseGemm,
-    testing::Values(DenseCase{1, 1, 16, AmaxScope::kTensor, 0, 256, 256},
-                    DenseCase{3, 5, 32, AmaxScope::kTensor, 1, 256, 448},
-                    DenseCase{17, 33, 48, AmaxScope::kRow, 0, 448, 256},
-                    DenseCase{13, 16, 64, AmaxScope::kRow, 2, 256, 256},
-                    DenseCase{64, 128, 256, AmaxScope::kTensor, 2, 448, 448},
-                    DenseCase{100, 70, 512, AmaxScope::kRow, 1, 256, 448},
-                    DenseCase{130, 300, 272, AmaxScope::kTensor, 1, 256, 256},
-                    DenseCase{7, 19, 1024, AmaxScope::kTensor, 0, 256, 256}),
-    case_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, DenseGemm,
+                         testing::Values(DenseCase{1, 1, 16, AmaxScope::kTensor, 0, 256, 256},
+                                         DenseCase{3, 5, 32, AmaxScope::kTensor, 1, 256, 448},
+                                         DenseCase{17, 33, 48, AmaxScope::kRow, 0, 448, 256},
+                                         DenseCase{13, 16, 64, AmaxScope::kRow, 2, 256, 256},
+                                         DenseCase{64, 128, 256, AmaxScope::kTensor, 2, 448, 448},
+                                         DenseCase{100, 70, 512, AmaxScope::kRow, 1, 256, 448},
+                                         DenseCase{130, 300, 272, AmaxScope::kTensor, 1, 256, 256},
+                                         DenseCase{7, 19, 1024, AmaxScope::kTensor, 0, 256, 256}),
+                         case_name);
 
 // Row scope: y = mul(mul(acc, s), amax[m]) with s = mul(1/(6 bound_a), gB), exactly (N10).
 TEST(DenseGemmScales, RowScopeEpilogueIsExact) {
@@ -162,9 +161,8 @@ TEST(DenseGemmThroughput, DemoShape) {
   for (int r = 0; r < reps; ++r) gemm(qa, qb, {}, out);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double gflops = 2.0 * m * n * k * reps / s * 1e-9;
-  std::printf("[ perf ] gemm M%lld K%lld N%lld: %.2f ms, %.1f GFLOP/s\n",
-              static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n),
-              s / reps * 1e3, gflops);
+  std::printf("[ perf ] gemm M%lld K%lld N%lld: %.2f ms, %.1f GFLOP/s\n", static_cast<long long>(m),
+              static_cast<long long>(k), static_cast<long long>(n), s / reps * 1e3, gflops);
   RecordProperty("gflops", std::to_string(gflops));
   const double g = 3.0 / 1536.0 * 0.5 / 1536.0;
   for (int64_t i = 0; i < m; i += 509)

@@ -30,8 +30,8 @@ std::string m_name(const testing::TestParamInfo<MCase>& info) {
   auto scope = [](AmaxScope s) {
     return s == AmaxScope::kRow ? "row" : (s == AmaxScope::kGroup ? "group" : "tensor");
   };
-  return "M" + std::to_string(c.m) + "N" + std::to_string(c.n) + "K" + std::to_string(c.k) +
-         "E" + std::to_string(c.sizes.size()) + "_" + scope(c.a_scope) + "_" + scope(c.b_scope) +
+  return "M" + std::to_string(c.m) + "N" + std::to_string(c.n) + "K" + std::to_string(c.k) + "E" +
+         std::to_string(c.sizes.size()) + "_" + scope(c.a_scope) + "_" + scope(c.b_scope) +
          "_bias" + std::to_string(c.bias) + (c.out == DType::kFloat32 ? "_f32" : "_bf16") + "_" +
          std::to_string(info.index);
 }
@@ -45,7 +45,8 @@ class GroupedM : public testing::TestWithParam<MCase> {
     b = random_qmatrix(c.n, c.k, 200 + c.n, e);
     offs_v = cumulative(c.sizes);
     offs = int_tensor(offs_v);
-    const int64_t na = c.a_scope == AmaxScope::kRow ? c.m : (c.a_scope == AmaxScope::kGroup ? e : 1);
+    const int64_t na =
+        c.a_scope == AmaxScope::kRow ? c.m : (c.a_scope == AmaxScope::kGroup ? e : 1);
     amax_a = float_tensor(random_amax(na, 31));
     amax_b = float_tensor(random_amax(c.b_scope == AmaxScope::kGroup ? e : 1, 32));
     if (c.bias) {
@@ -83,7 +84,8 @@ TEST_P(GroupedM, MatchesFp64Reference) {
         want.push_back(0.0);
         continue;
       }
-      const int64_t ia = c.a_scope == AmaxScope::kRow ? i : (c.a_scope == AmaxScope::kGroup ? g : 0);
+      const int64_t ia =
+          c.a_scope == AmaxScope::kRow ? i : (c.a_scope == AmaxScope::kGroup ? g : 0);
       const double ga = amax_a.ptr<float>()[ia] / (6.0 * 256);
       const double gb = amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0] / (6.0 * 448);
       double y = ga * gb * dot_ref(a, 0, i, b, g, j, 0, c.k);
@@ -103,10 +105,12 @@ TEST_P(GroupedM, EachGroupEqualsDenseGemmBitwise) {
     QMatrix ag = slice_rows(a, lo, hi), bg = slice_rows(b, 0, c.n, g);
     HostTensor amax_ag;
     if (c.a_scope == AmaxScope::kRow)
-      amax_ag = float_tensor(std::vector<float>(amax_a.ptr<float>() + lo, amax_a.ptr<float>() + hi));
+      amax_ag =
+          float_tensor(std::vector<float>(amax_a.ptr<float>() + lo, amax_a.ptr<float>() + hi));
     else
       amax_ag = float_tensor({amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0]});
-    HostTensor amax_bg = float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
+    HostTensor amax_bg =
+        float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
     HostTensor bias_g;
     if (c.bias) {
       bias_g = HostTensor(bias.dtype(), {c.n});
@@ -199,8 +203,8 @@ TEST_P(GroupedK, MatchesFp64Reference) {
   std::vector<double> want;
   for (int64_t g = 0; g < e; ++g) {
     const int64_t lo = g ? offs_v[g - 1] : 0, hi = offs_v[g];
-    const double s = amax(amax_a, c.a_scope, g) / (6.0 * 448) * amax(amax_b, c.b_scope, g) /
-                     (6.0 * 448);
+    const double s =
+        amax(amax_a, c.a_scope, g) / (6.0 * 448) * amax(amax_b, c.b_scope, g) / (6.0 * 448);
     for (int64_t i = 0; i < c.n; ++i)
       for (int64_t j = 0; j < c.k; ++j) want.push_back(s * dot_ref(a, 0, i, b, 0, j, lo, hi));
   }

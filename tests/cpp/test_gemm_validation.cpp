@@ -89,10 +89,12 @@ TEST_F(GemmValidation, DenseOutAndBias) {
   TensorView alias_amax = make_view(one.data(), DType::kFloat32, {1, 1});
   HostTensor o11(DType::kFloat32, {1, 1});
   QMatrix a1 = random_qmatrix(1, 16, 6), b1 = random_qmatrix(1, 16, 7);
-  expect_error([&] {
-    gemm(operand(a1, one, AmaxScope::kTensor, 256), operand(b1, one, AmaxScope::kTensor, 256), {},
-         alias_amax);
-  }, {"out", "a.amax", "overlap"});
+  expect_error(
+      [&] {
+        gemm(operand(a1, one, AmaxScope::kTensor, 256), operand(b1, one, AmaxScope::kTensor, 256),
+             {}, alias_amax);
+      },
+      {"out", "a.amax", "overlap"});
   // device mismatch (a CUDA-labelled view is rejected before any access).
   TensorView cuda_out = out.view();
   cuda_out.device = Device::kCUDA;
@@ -114,18 +116,21 @@ TEST_F(GemmValidation, GroupedM) {
   expect_error([&] { grouped_gemm_m(qa(), qbe(), neg, {}, out); }, {"offs", ">= 0"});
   HostTensor big = int_tensor({2, 7});
   expect_error([&] { grouped_gemm_m(qa(), qbe(), big, {}, out); }, {"offs", "exceeds"});
-  expect_error([&] { grouped_gemm_m(operand(a, one, AmaxScope::kGroup, 256), qbe(), offs, {}, out); },
-               {"a.amax", "[2]", "group"});
-  expect_error([&] { grouped_gemm_m(qa(), operand(be, one, AmaxScope::kGroup, 256), offs, {}, out); },
-               {"b.amax", "[2]"});
+  expect_error(
+      [&] { grouped_gemm_m(operand(a, one, AmaxScope::kGroup, 256), qbe(), offs, {}, out); },
+      {"a.amax", "[2]", "group"});
+  expect_error(
+      [&] { grouped_gemm_m(qa(), operand(be, one, AmaxScope::kGroup, 256), offs, {}, out); },
+      {"b.amax", "[2]"});
   expect_error([&] { grouped_gemm_m(qa(), operand(be, two, AmaxScope::kRow, 256), offs, {}, out); },
                {"b.scope", "row", "grouped_gemm_m"});
   HostTensor bias_n(DType::kFloat32, {5});
   expect_error([&] { grouped_gemm_m(qa(), qbe(), offs, bias_n, out); }, {"bias", "[2, 5]"});
   EXPECT_NO_THROW(grouped_gemm_m(qa(), qbe(), offs, HostTensor(DType::kBFloat16, {2, 5}), out));
   QMatrix bk = random_qmatrix(5, 48, 8, 2);
-  expect_error([&] { grouped_gemm_m(qa(), operand(bk, two, AmaxScope::kGroup, 256), offs, {}, out); },
-               {"b.codes", "K = 48"});
+  expect_error(
+      [&] { grouped_gemm_m(qa(), operand(bk, two, AmaxScope::kGroup, 256), offs, {}, out); },
+      {"b.codes", "K = 48"});
   HostTensor out_shape(DType::kFloat32, {5, 5});
   expect_error([&] { grouped_gemm_m(qa(), qbe(), offs, {}, out_shape); }, {"out", "shape"});
   TensorView alias = make_view(offs.data(), DType::kFloat32, {1, 1});
@@ -145,12 +150,14 @@ TEST_F(GemmValidation, GroupedK) {
   HostTensor big = int_tensor({16, 48});
   expect_error([&] { grouped_gemm_k(qa(), qb(), big, out_k); }, {"offs", "exceeds"});
   QMatrix t48 = random_qmatrix(5, 48, 9);
-  expect_error([&] { grouped_gemm_k(qa(), operand(t48, one, AmaxScope::kTensor, 256), offs_k, out_k); },
-               {"b.codes", "T = 48"});
+  expect_error(
+      [&] { grouped_gemm_k(qa(), operand(t48, one, AmaxScope::kTensor, 256), offs_k, out_k); },
+      {"b.codes", "T = 48"});
   expect_error([&] { grouped_gemm_k(operand(a, rows, AmaxScope::kRow, 256), qb(), offs_k, out_k); },
                {"a.scope", "row", "grouped_gemm_k"});
-  expect_error([&] { grouped_gemm_k(qa(), operand(b, one, AmaxScope::kGroup, 256), offs_k, out_k); },
-               {"b.amax", "[2]"});
+  expect_error(
+      [&] { grouped_gemm_k(qa(), operand(b, one, AmaxScope::kGroup, 256), offs_k, out_k); },
+      {"b.amax", "[2]"});
   HostTensor out_shape(DType::kFloat32, {2, 5, 6});
   expect_error([&] { grouped_gemm_k(qa(), qb(), offs_k, out_shape); }, {"out", "shape"});
   HostTensor out_t(DType::kUInt8, {2, 6, 5});
