@@ -8,6 +8,8 @@
 #include <cstring>
 #include <thread>
 
+#include "f46/error.h"
+
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace f46::cpu::gemm_detail {
@@ -94,11 +96,34 @@ void block_sse2(const MatmulJob& j, int64_t r0, int64_t r1, int64_t p0, int64_t 
   run_block<3>(j, r0, r1, p0, p1);  // 12 xmm accumulators
 }
 
-BlockFn select_block_fn() {
+bool cpu_has(Simd s) {
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return block_avx512;
-  if (__builtin_cpu_supports("avx2")) return block_avx2;
-  return block_sse2;
+  switch (s) {
+    case Simd::kAvx512:
+      return __builtin_cpu_supports("avx512f");
+    case Simd::kAvx2:
+      return __builtin_cpu_supports("avx2");
+    default:
+      return true;
+  }
+}
+
+BlockFn block_fn_for(Simd s) {
+  if (s == Simd::kAuto)
+    s = cpu_has(Simd::kAvx512) ? Simd::kAvx512 : (cpu_has(Simd::kAvx2) ? Simd::kAvx2 : Simd::kSse2);
+  switch (s) {
+    case Simd::kAvx512:
+      return block_avx512;
+    case Simd::kAvx2:
+      return block_avx2;
+    default:
+      return block_sse2;
+  }
+}
+
+std::atomic<BlockFn>& active_block_fn() {
+  static std::atomic<BlockFn> fn{block_fn_for(Simd::kAuto)};
+  return fn;
 }
 
 struct Task {
@@ -107,6 +132,13 @@ struct Task {
 };
 
 }  // namespace
+
+bool simd_supported(Simd s) { return cpu_has(s); }
+
+void force_simd(Simd s) {
+  F46_CHECK(cpu_has(s), "force_simd: this CPU lacks SIMD level ", static_cast<int>(s));
+  active_block_fn().store(block_fn_for(s));
+}
 
 int worker_threads() {
   static const int n = std::max(1u, std::thread::hardware_concurrency());
@@ -131,7 +163,7 @@ void parallel_for(int64_t n, double cost, const std::function<void(int64_t)>& fn
 }
 
 void matmul_f32(const std::vector<MatmulJob>& jobs) {
-  static const BlockFn block_fn = select_block_fn();
+  const BlockFn block_fn = active_block_fn().load();
   std::vector<Task> tasks;
   double flops = 0;
   for (size_t j = 0; j < jobs.size(); ++j) {

@@ -41,6 +41,13 @@ struct MatmulJob {
 // Runs every job (the jobs' outputs must not overlap), spread over the worker threads.
 void matmul_f32(const std::vector<MatmulJob>& jobs);
 
+// SIMD path of the kernel. All give bitwise identical results (same per-element order);
+// tests force each supported one to check that.
+enum class Simd { kAuto, kSse2, kAvx2, kAvx512 };
+bool simd_supported(Simd s);
+// Selects the path for later calls (kAuto: the widest supported). Not thread-safe; for tests.
+void force_simd(Simd s);
+
 // Threads used by the CPU GEMMs (hardware concurrency, at least 1).
 int worker_threads();
 
