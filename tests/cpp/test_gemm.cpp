@@ -2,7 +2,6 @@
 // per-row scales, bias, NaN amax, and a throughput check on a training-demo shape.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -178,30 +177,21 @@ TEST(DenseGemmSimd, EverySimdPathIsBitwiseEqual) {
   EXPECT_LT(rel_frobenius(values(ref), want), 1e-6);  // the SSE2 path is right too
 }
 
-// Training-demo shape: correct on sampled entries and reasonably fast.
-TEST(DenseGemmThroughput, DemoShape) {
+// Training-demo shape: correct on sampled entries (speed is measured by benchmarks, not here).
+TEST(DenseGemmLarge, DemoShape) {
   const int64_t m = 4096, k = 256, n = 1024;
   QMatrix a = random_qmatrix(m, k, 8), b = random_qmatrix(n, k, 9);
   HostTensor amax_a = float_tensor({3.0f}), amax_b = float_tensor({0.5f});
   HostTensor out(DType::kBFloat16, {m, n});
   const auto qa = operand(a, amax_a, AmaxScope::kTensor, 256);
   const auto qb = operand(b, amax_b, AmaxScope::kTensor, 256);
-  gemm(qa, qb, {}, out);  // warm-up
-  const int reps = 3;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int r = 0; r < reps; ++r) gemm(qa, qb, {}, out);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const double gflops = 2.0 * m * n * k * reps / s * 1e-9;
-  std::printf("[ perf ] gemm M%lld K%lld N%lld: %.2f ms, %.1f GFLOP/s\n", static_cast<long long>(m),
-              static_cast<long long>(k), static_cast<long long>(n), s / reps * 1e3, gflops);
-  RecordProperty("gflops", std::to_string(gflops));
+  gemm(qa, qb, {}, out);
   const double g = 3.0 / 1536.0 * 0.5 / 1536.0;
   for (int64_t i = 0; i < m; i += 509)
     for (int64_t j = 0; j < n; j += 97) {
       const double want = g * dot_ref(a, 0, i, b, 0, j, 0, k);
       EXPECT_NEAR(out.at(i, j), want, std::fabs(want) * 8e-3 + 1e-30) << i << "," << j;
     }
-  EXPECT_GT(gflops, 2.0);  // a loose floor: the machine is shared; the printed figure is the data
 }
 
 }  // namespace
