@@ -186,10 +186,10 @@ int main(int argc, char** argv) {
     acfg.offsets = grp.offsets;
     TensorView amax_out = grp.amax;
     report("group amax (128)", median_us(stream, iters, [&](int i) {
-             amax(xview(i), acfg, amax_out, ctx);
+             f46::amax(xview(i), acfg, amax_out, ctx);
            }), in_b);
     report("group amax (128) + quantize MAE", median_us(stream, iters, [&](int i) {
-             amax(xview(i), acfg, amax_out, ctx);
+             f46::amax(xview(i), acfg, amax_out, ctx);
              quantize(xview(i), grp, mae, out, ctx);
            }), in_b + q_b);
 

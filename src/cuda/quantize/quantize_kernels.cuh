@@ -40,8 +40,15 @@ __global__ void __launch_bounds__(kRowThreads)
   if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
   const int64_t blocks_per_row = p.cols / 16;
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kRowThreads + threadIdx.x;
-  if (i >= p.rows * blocks_per_row) return;
-  const int64_t row = i / blocks_per_row, col = (i - row * blocks_per_row) * 16;
+  const int64_t total = p.rows * blocks_per_row;
+  if (i >= total) return;
+  int64_t row;
+  if (total <= 0xFFFFFFFFll) {  // 32-bit division where it fits (uniform branch)
+    row = static_cast<uint32_t>(i) / static_cast<uint32_t>(blocks_per_row);
+  } else {
+    row = i / blocks_per_row;
+  }
+  const int64_t col = (i - row * blocks_per_row) * 16;
 
   using S = typename T::Storage;
   float x[16];  // one 1x16 block of row `row`

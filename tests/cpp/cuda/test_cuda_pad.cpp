@@ -65,8 +65,9 @@ TEST(CudaPad, PadUnpadVsCpu) {
       DeviceTensor dy(out_cpu), dpo(poffs_cpu), dback(back);
       unpad_token_groups(dy.view(), doffs.view(), dpo.view(), dback.view());
       EXPECT_EQ(first_byte_diff(back_cpu, dback.to_host(back)), -1) << "unpad " << what;
-      if (rep != 1 && pc.m > 0)  // offsets cover every row: the round trip is exact
+      if (rep != 1 && pc.m > 0) {  // offsets cover every row: the round trip is exact
         EXPECT_EQ(first_byte_diff(back_cpu, x), -1) << "round trip " << what;
+      }
     }
 }
 
