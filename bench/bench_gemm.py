@@ -183,6 +183,42 @@ def bench_grouped(gen) -> list[str]:
                     "BF16"))
 
 
+def profile_and_sweep(gen) -> None:
+    """Per-kernel GPU times of one call (torch.profiler) and a scheduler knob sweep."""
+    from torch.profiler import ProfilerActivity, profile
+
+    m = k = n = 8192
+    qa, qb = rand_q((m, k), gen), rand_q((n, k), gen)
+    am = torch.tensor([3.0], device="cuda")
+
+    def call():
+        return torch.ops.f46.gemm(qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], am, 256.0,
+                                  None, torch.bfloat16)
+
+    def call_row():
+        return torch.ops.f46.gemm(qa[0], qa[1], am.expand(m).contiguous(), "row", 256.0, qb[0],
+                                  qb[1], am, 256.0, None, torch.bfloat16)
+
+    for name, fn in (("fused (tensor scope)", call), ("unfused (row scope)", call_row)):
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+        print(f"--- profile dense 8192^3, {name}, 3 calls")
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=60))
+    flops = 2.0 * m * n * k
+    for sw in ("1", "2", "4", "8"):
+        for ra in ("m", "n"):
+            os.environ["F46_GEMM_SWIZZLE"], os.environ["F46_GEMM_RASTER"] = sw, ra
+            t = median_us(lambda i: call(), 1)
+            print(f"sweep dense 8192^3 swizzle {sw} raster {ra}: {t:.0f} us "
+                  f"{flops / t / 1e6:.0f} TFLOP/s", flush=True)
+    os.environ.pop("F46_GEMM_SWIZZLE")
+    os.environ.pop("F46_GEMM_RASTER")
+
+
 def main() -> None:
     load_f46()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -190,6 +226,8 @@ def main() -> None:
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}", flush=True)
     lines = []
     which = sys.argv[1] if len(sys.argv) > 1 else "all"
+    if which in ("all", "profile"):
+        profile_and_sweep(gen)
     if which in ("all", "dense"):
         lines += bench_dense(gen)
     if which in ("all", "grouped"):

@@ -46,7 +46,7 @@ namespace detail {
 inline int64_t gemm_ws_round(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 inline int64_t gemm_ws_bytes(int64_t a_elems, int64_t b_elems, int64_t d_elems, int64_t e) {
   return gemm_ws_round(a_elems * 2) + gemm_ws_round(b_elems * 2) + gemm_ws_round(d_elems * 4) +
-         8 * gemm_ws_round(e * 16) + (int64_t{4} << 20);
+         10 * gemm_ws_round(e * 16) + (int64_t{4} << 20);
 }
 inline int64_t gemm_ws_pad8(int64_t n) { return (n + 7) / 8 * 8; }
 }  // namespace detail

@@ -6,8 +6,8 @@
 #include "f46/error.h"
 
 // Throws f46::Error naming the failing call when a CUDA runtime call does not return success.
-#define F46_GEMM_CUDA_OK(call)                                                          \
-  do {                                                                                  \
-    const cudaError_t f46_err_ = (call);                                                \
+#define F46_GEMM_CUDA_OK(call)                                                            \
+  do {                                                                                    \
+    const cudaError_t f46_err_ = (call);                                                  \
     F46_CHECK(f46_err_ == cudaSuccess, #call, " failed: ", cudaGetErrorString(f46_err_)); \
   } while (0)

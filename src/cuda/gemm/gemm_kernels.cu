@@ -1,10 +1,9 @@
 // Dequantization to exact BF16 (N8 without the global scale) and the GEMM epilogue (N10).
-#include "gemm_kernels.h"
-
 #include <algorithm>
 
 #include "common/numerics.h"
 #include "cuda_check.h"
+#include "gemm_kernels.h"
 
 namespace f46::cuda::gemm_detail {
 namespace {
@@ -68,8 +67,10 @@ __global__ void gemm_epilogue_kernel(EpilogueArgs a) {
     int lo = 0, hi = a.groups;
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
-      if (a.ends[mid] > row) hi = mid;
-      else lo = mid + 1;
+      if (a.ends[mid] > row)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     g = lo;
     valid = g < a.groups;
@@ -79,6 +80,7 @@ __global__ void gemm_epilogue_kernel(EpilogueArgs a) {
     const int32_t start = g == 0 ? 0 : a.ends[g - 1];
     valid = a.ends[g] > start;
   }
+  if (a.only_invalid && valid) return;
   const float* acc = a.mode == GroupMode::kRows ? a.acc + row * a.acc_ld : a.acc + row * a.cols;
   const int64_t out_off =
       a.mode == GroupMode::kRows ? row * a.out_ld : g * a.out_group_stride + r * a.out_ld;
@@ -96,7 +98,7 @@ __global__ void gemm_epilogue_kernel(EpilogueArgs a) {
   if (c0 >= a.cols) return;
   const int n = a.cols - c0 < kEpiCols ? static_cast<int>(a.cols - c0) : kEpiCols;
   float x[kEpiCols] = {0.0f, 0.0f, 0.0f, 0.0f};
-  if (valid) {
+  if (valid && !a.only_invalid) {
     if (n == kEpiCols && (reinterpret_cast<uintptr_t>(acc + c0) & 15u) == 0) {
       const float4 v = *reinterpret_cast<const float4*>(acc + c0);
       x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
@@ -108,7 +110,7 @@ __global__ void gemm_epilogue_kernel(EpilogueArgs a) {
 #pragma unroll
   for (int j = 0; j < kEpiCols; ++j) {
     y[j] = 0.0f;
-    if (valid && j < n) {
+    if (valid && !a.only_invalid && j < n) {
       y[j] = num::mul(x[j], s);
       if (row_scope) y[j] = num::mul(y[j], row_amax);
       if (a.bias != nullptr) {

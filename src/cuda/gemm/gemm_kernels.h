@@ -52,6 +52,9 @@ struct EpilogueArgs {
   const void* bias = nullptr;  // kRows only: (groups or 1, cols), float32 or bf16
   bool bias_bf16 = false;
   int64_t bias_group_stride = 0;
+  // Write only the zeros of rows outside every group (kRows) / of empty groups (kTokens); the
+  // rest of out was written by the GEMM's own epilogue (acc unused).
+  bool only_invalid = false;
 };
 void launch_gemm_epilogue(const EpilogueArgs& a, cudaStream_t stream);
 

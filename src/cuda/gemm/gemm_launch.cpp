@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <mutex>
 
 #include "backend.h"
 #include "cuda_check.h"
@@ -37,11 +38,32 @@ class DeviceGuard {
   int prev_ = 0;
 };
 
-// The call's scratch: ctx.workspace when given, else a stream-ordered allocation (graph
-// capturable) freed stream-ordered at the end of the call.
+// The library's stream-ordered pool of `device`: keeps its memory between calls (release
+// threshold = max) so that a GEMM call after a synchronisation does not map fresh pages.
+cudaMemPool_t scratch_pool(int device) {
+  static std::mutex mu;
+  static cudaMemPool_t pools[64] = {};
+  F46_CHECK(device >= 0 && device < 64, "CUDA device index out of range: ", device);
+  std::lock_guard<std::mutex> lock(mu);
+  if (pools[device] == nullptr) {
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    cudaMemPool_t pool = nullptr;
+    F46_GEMM_CUDA_OK(cudaMemPoolCreate(&pool, &props));
+    uint64_t keep = UINT64_MAX;
+    F46_GEMM_CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    pools[device] = pool;
+  }
+  return pools[device];
+}
+
+// The call's scratch: ctx.workspace when given, else a stream-ordered allocation from the
+// library's pool (graph capturable), freed stream-ordered at the end of the call.
 class Scratch {
  public:
-  Scratch(const Context& ctx, int64_t bytes, cudaStream_t stream) : stream_(stream) {
+  Scratch(const Context& ctx, int64_t bytes, int device, cudaStream_t stream) : stream_(stream) {
     if (ctx.workspace != nullptr) {
       F46_CHECK(ctx.workspace_bytes >= bytes, "ctx.workspace: the GEMM needs ", bytes,
                 " bytes, got ", ctx.workspace_bytes);
@@ -50,7 +72,8 @@ class Scratch {
       base_ = static_cast<char*>(ctx.workspace);
     } else {
       void* p = nullptr;
-      F46_GEMM_CUDA_OK(cudaMallocAsync(&p, static_cast<size_t>(bytes), stream));
+      F46_GEMM_CUDA_OK(
+          cudaMallocFromPoolAsync(&p, static_cast<size_t>(bytes), scratch_pool(device), stream));
       base_ = static_cast<char*>(p);
       owned_ = true;
     }
@@ -85,7 +108,7 @@ struct Buffers {
 };
 Buffers carve(Scratch& s, int64_t a_elems, int64_t b_elems, int64_t d_elems, int groups) {
   F46_CHECK(gemm_detail::grouped_meta_bytes(groups) ==
-                    static_cast<size_t>(7 * detail::gemm_ws_round(int64_t{groups} * 16)) &&
+                    static_cast<size_t>(9 * detail::gemm_ws_round(int64_t{groups} * 16)) &&
                 gemm_detail::grouped_cutlass_workspace_bytes() == (size_t{4} << 20),
             "GEMM workspace layout out of sync with f46/gemm.h");
   Buffers b;
@@ -93,7 +116,7 @@ Buffers carve(Scratch& s, int64_t a_elems, int64_t b_elems, int64_t d_elems, int
   b.b = reinterpret_cast<__nv_bfloat16*>(s.take(b_elems * 2));
   b.d = reinterpret_cast<float*>(s.take(d_elems * 4));
   b.ends = reinterpret_cast<int32_t*>(s.take(int64_t{groups} * 16));
-  b.meta = s.take(7 * detail::gemm_ws_round(int64_t{groups} * 16));
+  b.meta = s.take(9 * detail::gemm_ws_round(int64_t{groups} * 16));
   b.cutlass_ws = s.take(int64_t{4} << 20);
   return b;
 }
@@ -117,27 +140,59 @@ DequantArgs dequant_args(const QuantizedOperand& op, int groups, int64_t rows, i
   return d;
 }
 
-void set_scales(EpilogueArgs& e, const QuantizedOperand& a, const QuantizedOperand& b) {
+// The GEMM epilogue applies N10 itself (alpha[g] = gA * gB, one cast to the output dtype)
+// when that is the whole formula: tensor/group scopes, no bias, and D rows 16-byte aligned.
+// Otherwise the GEMM writes FP32 scratch and launch_gemm_epilogue applies N10.
+bool fused_epilogue(const QuantizedOperand& a, const TensorView& bias, const TensorView& out,
+                    int64_t row_elems) {
+  const int64_t es = dtype_size(out.dtype);
+  return a.scope != AmaxScope::kRow && !(bias.defined() && bias.data != nullptr) &&
+         (row_elems * es) % 16 == 0 && reinterpret_cast<uintptr_t>(out.data) % 16 == 0;
+}
+
+EpilogueArgs epilogue_args(GroupMode mode, const Buffers& buf, const TensorView& out, int groups,
+                           const QuantizedOperand& a, const QuantizedOperand& b) {
+  EpilogueArgs e;
+  e.mode = mode;
+  e.acc = buf.d;
+  e.out = out.data;
+  e.out_bf16 = out.dtype == DType::kBFloat16;
+  e.groups = groups;
+  e.ends = buf.ends;
   e.amax_a = a.amax.ptr<const float>();
   e.scope_a = a.scope;
   e.bound_a = a.scale_bound;
   e.amax_b = b.amax.ptr<const float>();
   e.scope_b = b.scope;
   e.bound_b = b.scale_bound;
+  return e;
+}
+
+gemm_detail::GroupAlpha group_alpha(const QuantizedOperand& a, const QuantizedOperand& b) {
+  gemm_detail::GroupAlpha al;
+  al.amax_a = a.amax.ptr<const float>();
+  al.scope_a = a.scope;
+  al.bound_a = a.scale_bound;
+  al.amax_b = b.amax.ptr<const float>();
+  al.scope_b = b.scope;
+  al.bound_b = b.scale_bound;
+  return al;
 }
 
 // M-grouped core; offs == nullptr means one group covering all rows (the dense GEMM).
-void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
-              int groups, const TensorView& bias, TensorView& out, const Context& ctx) {
+void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs, int groups,
+              const TensorView& bias, TensorView& out, const Context& ctx) {
   const int64_t m = a.codes.size(0);
   const int64_t k = a.codes.size(1) * 2;
   const int64_t n = b.codes.size(-2);
   if (m == 0 || n == 0) return;
   DeviceGuard guard(out.device_index);
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
-  const int64_t n8 = detail::gemm_ws_pad8(n);  // TMA needs 16-byte row pitches (N10 scratch)
-  Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), stream);
-  Buffers buf = carve(scratch, m * k, groups * n8 * k, m * n8, groups);
+  const bool fused = k > 0 && fused_epilogue(a, bias, out, n);
+  // Unfused: FP32 scratch with rows padded to 8 columns (TMA needs 16-byte row pitches).
+  const int64_t n8 = fused ? n : detail::gemm_ws_pad8(n);
+  Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), out.device_index, stream);
+  Buffers buf = carve(scratch, m * k, groups * n8 * k, fused ? 0 : m * n8, groups);
 
   GroupedProblem p;
   p.mode = GroupMode::kRows;
@@ -149,32 +204,33 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   p.a = buf.a;
   p.b = buf.b;
   p.b_group_stride = n8 * k;
-  p.d = buf.d;
   p.ends = buf.ends;
-  if (k == 0) {
-    // Nothing to contract: the product is zero (N10); only the ends are needed.
-    F46_GEMM_CUDA_OK(cudaMemsetAsync(buf.d, 0, static_cast<size_t>(m * n8 * 4), stream));
+  if (fused) {
+    p.d = out.data;
+    p.d_bf16 = out.dtype == DType::kBFloat16;
+    p.ld_d = out.strides[0];
+    p.alpha = group_alpha(a, b);
+  } else {
+    p.d = buf.d;
+    p.ld_d = n8;
   }
   if (k > 0) {
     gemm_detail::launch_dequant_bf16(dequant_args(a, 1, m, m, k, buf.a), stream);
     gemm_detail::launch_dequant_bf16(dequant_args(b, groups, n, n8, k, buf.b), stream);
     gemm_detail::run_grouped_bf16_gemm(p, buf.meta, buf.cutlass_ws, stream);
   } else {
+    // Nothing to contract: the product is zero (N10); only the ends are needed.
+    F46_GEMM_CUDA_OK(cudaMemsetAsync(buf.d, 0, static_cast<size_t>(m * n8 * 4), stream));
     gemm_detail::run_group_ends(p, buf.meta, stream);
   }
 
-  EpilogueArgs e;
-  e.mode = GroupMode::kRows;
-  e.acc = buf.d;
+  EpilogueArgs e = epilogue_args(GroupMode::kRows, buf, out, groups, a, b);
   e.acc_ld = n8;
-  e.out = out.data;
-  e.out_bf16 = out.dtype == DType::kBFloat16;
   e.out_ld = out.strides[0];
   e.rows = m;
   e.cols = n;
-  e.groups = groups;
-  e.ends = buf.ends;
-  set_scales(e, a, b);
+  e.only_invalid = fused;                // fused: only the rows past the last group remain
+  if (fused && offs == nullptr) return;  // dense: one group covers every row
   if (bias.defined() && bias.data != nullptr) {
     e.bias = bias.data;
     e.bias_bf16 = bias.dtype == DType::kBFloat16;
@@ -213,8 +269,9 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
   if (groups == 0 || n == 0 || k == 0) return;
   DeviceGuard guard(out.device_index);
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
-  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, groups), stream);
-  Buffers buf = carve(scratch, n * t, k * t, groups * n * k, groups);
+  const bool fused = t > 0 && fused_epilogue(a, TensorView{}, out, k);
+  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, groups), out.device_index, stream);
+  Buffers buf = carve(scratch, n * t, k * t, fused ? 0 : groups * n * k, groups);
 
   GroupedProblem p;
   p.mode = GroupMode::kTokens;
@@ -225,8 +282,14 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
   p.k = k;
   p.a = buf.a;
   p.b = buf.b;
-  p.d = buf.d;
   p.ends = buf.ends;
+  if (fused) {
+    p.d = out.data;
+    p.d_bf16 = out.dtype == DType::kBFloat16;
+    p.alpha = group_alpha(a, b);
+  } else {
+    p.d = buf.d;
+  }
   if (t > 0) {
     gemm_detail::launch_dequant_bf16(dequant_args(a, 1, n, n, t, buf.a), stream);
     gemm_detail::launch_dequant_bf16(dequant_args(b, 1, k, k, t, buf.b), stream);
@@ -235,18 +298,12 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
     gemm_detail::run_group_ends(p, buf.meta, stream);  // every group is empty
   }
 
-  EpilogueArgs e;
-  e.mode = GroupMode::kTokens;
-  e.acc = buf.d;
-  e.out = out.data;
-  e.out_bf16 = out.dtype == DType::kBFloat16;
+  EpilogueArgs e = epilogue_args(GroupMode::kTokens, buf, out, groups, a, b);
   e.out_group_stride = out.strides[0];
   e.out_ld = out.strides[1];
   e.rows = n;
   e.cols = k;
-  e.groups = groups;
-  e.ends = buf.ends;
-  set_scales(e, a, b);
+  e.only_invalid = fused;  // fused: only the empty groups' zeros remain
   gemm_detail::launch_gemm_epilogue(e, stream);
 }
 

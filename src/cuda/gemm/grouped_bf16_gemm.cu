@@ -1,57 +1,32 @@
-// The BF16 grouped GEMM: a device prep kernel that turns int32 group offsets into CUTLASS
-// problem shapes, pointers and strides, then one CUTLASS ptr-array grouped kernel launch.
-// Dense GEMMs run through the same kernel with one group, so a group's rows of a grouped GEMM
-// are bitwise equal to the dense GEMM on those rows (N11: same kernel, same K order).
-#include "grouped_bf16_gemm.h"
-
+// The BF16 grouped GEMM driver: a device prep kernel turns int32 group offsets into CUTLASS
+// problem shapes, pointers, strides and per-group alphas, then one CUTLASS ptr-array grouped
+// kernel launch. Dense GEMMs run through the same kernel with one group, so a group's rows of a
+// grouped GEMM are bitwise equal to the dense GEMM on those rows (N11: same kernel, same K
+// order, no split-K).
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
+#include "common/numerics.h"
 #include "cuda_check.h"
 #include "f46/error.h"
-#include "grouped_bf16_gemm_config.h"
+#include "grouped_bf16_gemm.h"
+#include "grouped_bf16_gemm_meta.h"
 
 namespace f46::cuda::gemm_detail {
 namespace {
 
-using Kernel = Bf16GroupedKernel<Bf16GroupedTraits>;
-using Shape = Kernel::Shape;
-using StrideA = Kernel::StrideA;
-using StrideB = Kernel::StrideB;
-using StrideD = Kernel::StrideD;
 using BF16 = cutlass::bfloat16_t;
 
-constexpr size_t kSlot = 16;  // bytes per group per metadata array
-static_assert(sizeof(Shape) <= kSlot && sizeof(StrideA) <= kSlot && sizeof(StrideB) <= kSlot &&
-                  sizeof(StrideD) <= kSlot,
-              "metadata entries must fit a 16-byte slot");
-constexpr size_t kCutlassWorkspace = size_t{4} << 20;
-
-size_t array_bytes(int groups) { return (static_cast<size_t>(groups) * kSlot + 255) / 256 * 256; }
-
-// The seven metadata arrays carved from `meta`, in order.
-struct Meta {
-  Shape* shapes;
-  const BF16** ptr_a;
-  const BF16** ptr_b;
-  float** ptr_d;
-  StrideA* stride_a;
-  StrideB* stride_b;
-  StrideD* stride_d;
-};
-
-Meta carve(void* meta, int groups) {
-  char* p = static_cast<char*>(meta);
-  const size_t s = array_bytes(groups);
-  return Meta{reinterpret_cast<Shape*>(p),           reinterpret_cast<const BF16**>(p + s),
-              reinterpret_cast<const BF16**>(p + 2 * s), reinterpret_cast<float**>(p + 3 * s),
-              reinterpret_cast<StrideA*>(p + 4 * s),   reinterpret_cast<StrideB*>(p + 5 * s),
-              reinterpret_cast<StrideD*>(p + 6 * s)};
+__device__ float global_scale(const float* amax, AmaxScope scope, int g, float bound) {
+  const float am = scope == AmaxScope::kGroup ? amax[g] : amax[0];
+  return num::div(am, num::mul(6.0f, bound));
 }
 
 // One block. Thread 0 clamps the offsets: end[g] = min(max(offs[g], end[g-1]), limit) (so no
 // offset can address outside the operands), rounded down to a multiple of 16 for token groups
 // (valid offsets already are; the columnwise quantization blocks never straddle groups).
-// Then one thread per group writes its problem shape, pointers and strides.
+// Then one thread per group writes its problem shape, pointers, strides and alpha.
 __global__ void prep_groups_kernel(GroupedProblem p, Meta m) {
   if (threadIdx.x == 0) {
     int64_t prev = 0;
@@ -65,29 +40,30 @@ __global__ void prep_groups_kernel(GroupedProblem p, Meta m) {
     }
   }
   __syncthreads();
+  const int64_t es = p.d_bf16 ? 2 : 4;
+  char* d = static_cast<char*>(p.d);
+  const BF16* a = reinterpret_cast<const BF16*>(p.a);
+  const BF16* b = reinterpret_cast<const BF16*>(p.b);
   for (int g = threadIdx.x; g < p.groups; g += blockDim.x) {
     const int64_t start = g == 0 ? 0 : p.ends[g - 1];
     const int64_t count = p.ends[g] - start;
-    const BF16* a = reinterpret_cast<const BF16*>(p.a);
-    const BF16* b = reinterpret_cast<const BF16*>(p.b);
-    StrideA sa{};
-    StrideB sb{};
-    StrideD sd{};
+    RowStride sa{}, sb{}, sd{};
     if (p.mode == GroupMode::kRows) {
-      m.shapes[g] = Shape{static_cast<int>(count), static_cast<int>(p.n), static_cast<int>(p.k)};
+      m.shapes[g] =
+          GroupShape{static_cast<int>(count), static_cast<int>(p.n), static_cast<int>(p.k)};
       m.ptr_a[g] = a + start * p.k;
       m.ptr_b[g] = b + g * p.b_group_stride;
-      m.ptr_d[g] = p.d + start * p.n;
+      m.ptr_d[g] = d + start * p.ld_d * es;
       cute::get<0>(sa) = p.k;
       cute::get<0>(sb) = p.k;
-      cute::get<0>(sd) = p.n;
+      cute::get<0>(sd) = p.ld_d;
     } else {
-      // An empty token group gets no tiles (M = 0); the epilogue writes its zeros.
-      m.shapes[g] = Shape{count > 0 ? static_cast<int>(p.n) : 0, static_cast<int>(p.k),
-                          static_cast<int>(count)};
+      // An empty token group gets no tiles (M = 0); its zeros are written separately.
+      m.shapes[g] = GroupShape{count > 0 ? static_cast<int>(p.n) : 0, static_cast<int>(p.k),
+                               static_cast<int>(count)};
       m.ptr_a[g] = a + start;
       m.ptr_b[g] = b + start;
-      m.ptr_d[g] = p.d + g * p.n * p.k;
+      m.ptr_d[g] = d + g * p.n * p.k * es;
       cute::get<0>(sa) = p.limit;
       cute::get<0>(sb) = p.limit;
       cute::get<0>(sd) = p.k;
@@ -95,6 +71,13 @@ __global__ void prep_groups_kernel(GroupedProblem p, Meta m) {
     m.stride_a[g] = sa;
     m.stride_b[g] = sb;
     m.stride_d[g] = sd;
+    // N10, tensor/group scope: s = gA * gB, y = acc * s.
+    const GroupAlpha& al = p.alpha;
+    m.alpha[g] = al.amax_a == nullptr
+                     ? 1.0f
+                     : num::mul(global_scale(al.amax_a, al.scope_a, g, al.bound_a),
+                                global_scale(al.amax_b, al.scope_b, g, al.bound_b));
+    m.ptr_alpha[g] = m.alpha + g;
   }
 }
 
@@ -112,11 +95,21 @@ int sm_count(int device) {
 
 }  // namespace
 
-size_t grouped_meta_bytes(int groups) { return 7 * array_bytes(groups); }
+ScheduleOptions schedule_options() {
+  ScheduleOptions o;
+  if (const char* s = std::getenv("F46_GEMM_SWIZZLE")) {
+    const int v = std::atoi(s);
+    if (v == 1 || v == 2 || v == 4 || v == 8) o.max_swizzle = v;
+  }
+  if (const char* r = std::getenv("F46_GEMM_RASTER")) o.raster_along_n = std::strcmp(r, "n") == 0;
+  return o;
+}
+
+size_t grouped_meta_bytes(int groups) { return kMetaArrays * meta_array_bytes(groups); }
 size_t grouped_cutlass_workspace_bytes() { return kCutlassWorkspace; }
 
 void run_group_ends(const GroupedProblem& p, void* meta, cudaStream_t stream) {
-  prep_groups_kernel<<<1, 256, 0, stream>>>(p, carve(meta, p.groups));
+  prep_groups_kernel<<<1, 256, 0, stream>>>(p, carve_meta(meta, p.groups));
   F46_GEMM_CUDA_OK(cudaGetLastError());
 }
 
@@ -125,39 +118,15 @@ void run_grouped_bf16_gemm(const GroupedProblem& p, void* meta, void* cutlass_ws
   F46_CHECK(p.groups >= 1, "grouped GEMM: groups must be >= 1, got ", p.groups);
   F46_CHECK(p.limit <= INT32_MAX && p.n <= INT32_MAX && p.k <= INT32_MAX,
             "grouped GEMM: sizes must fit int32: limit=", p.limit, " n=", p.n, " k=", p.k);
-  const Meta m = carve(meta, p.groups);
-  prep_groups_kernel<<<1, 256, 0, stream>>>(p, m);
-  F46_GEMM_CUDA_OK(cudaGetLastError());
-
+  run_group_ends(p, meta, stream);
   int device = 0;
   F46_GEMM_CUDA_OK(cudaGetDevice(&device));
-  typename Kernel::Gemm::Arguments args;
-  args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
-  args.problem_shape = {p.groups, m.shapes, nullptr};  // shapes stay on the device
-  args.mainloop = {m.ptr_a, m.stride_a, m.ptr_b, m.stride_b};
-  args.epilogue.thread.alpha = 1.0f;
-  args.epilogue.thread.beta = 0.0f;
-  args.epilogue.ptr_C = nullptr;
-  args.epilogue.dC = m.stride_d;
-  args.epilogue.ptr_D = m.ptr_d;
-  args.epilogue.dD = m.stride_d;
-  args.hw_info.device_id = device;
-  args.hw_info.sm_count = sm_count(device);
-
-  typename Kernel::Gemm gemm;
-  const size_t need = Kernel::Gemm::get_workspace_size(args);
-  F46_CHECK(need <= kCutlassWorkspace, "grouped GEMM: CUTLASS workspace of ", need,
-            " bytes exceeds the reserved ", kCutlassWorkspace);
-  cutlass::Status st = gemm.can_implement(args);
-  F46_CHECK(st == cutlass::Status::kSuccess, "grouped GEMM: CUTLASS cannot implement: ",
-            cutlassGetStatusString(st));
-  st = gemm.initialize(args, cutlass_ws, stream);
-  F46_CHECK(st == cutlass::Status::kSuccess, "grouped GEMM: CUTLASS initialize failed: ",
-            cutlassGetStatusString(st));
-  st = gemm.run(stream);
-  F46_CHECK(st == cutlass::Status::kSuccess, "grouped GEMM: CUTLASS run failed: ",
-            cutlassGetStatusString(st));
-  F46_GEMM_CUDA_OK(cudaGetLastError());
+  const Meta m = carve_meta(meta, p.groups);
+  if (p.d_bf16) {
+    launch_cutlass_grouped_bf16(m, p.groups, cutlass_ws, device, sm_count(device), stream);
+  } else {
+    launch_cutlass_grouped_f32(m, p.groups, cutlass_ws, device, sm_count(device), stream);
+  }
 }
 
 }  // namespace f46::cuda::gemm_detail

@@ -56,8 +56,7 @@ class CudaDenseGemm : public testing::TestWithParam<DenseCase> {
   }
   double reference(int64_t m, int64_t n) {
     const DenseCase& c = GetParam();
-    const double ga =
-        amax_a.ptr<float>()[c.a_scope == AmaxScope::kRow ? m : 0] / (6.0 * c.bound_a);
+    const double ga = amax_a.ptr<float>()[c.a_scope == AmaxScope::kRow ? m : 0] / (6.0 * c.bound_a);
     const double gb = amax_b.ptr<float>()[0] / (6.0 * c.bound_b);
     double y = ga * gb * dot_ref(a, 0, m, b, 0, n, 0, c.k);
     if (c.bias) y += bias.get(n);
@@ -119,6 +118,8 @@ const DenseCase kDenseCases[] = {
     {128, 256, 256, AmaxScope::kTensor, 2, 256, 256},
     {300, 520, 1024, AmaxScope::kRow, 1, 256, 256},  // several tiles in M and N
     {129, 264, 2048, AmaxScope::kTensor, 0, 448, 448},
+    {200, 384, 512, AmaxScope::kTensor, 0, 256, 256},
+    {200, 384, 512, AmaxScope::kRow, 0, 256, 256},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaDenseGemm, testing::ValuesIn(kDenseCases), dense_name);
 

@@ -14,7 +14,7 @@ namespace {
 // ---- M-grouped --------------------------------------------------------------------------------
 struct MCase {
   int64_t m, n, k;
-  std::vector<int32_t> offs;
+  std::vector<int32_t> sizes;  // rows per group; offsets are their cumulative sums
   AmaxScope a_scope, b_scope;
   int bias;  // 0 none, 1 float32, 2 bf16
   DType out;
@@ -24,7 +24,7 @@ std::string m_name(const testing::TestParamInfo<MCase>& info) {
   const MCase& c = info.param;
   const char* sc[] = {"T", "R", "G"};
   return "M" + std::to_string(c.m) + "N" + std::to_string(c.n) + "K" + std::to_string(c.k) + "E" +
-         std::to_string(c.offs.size()) + "_a" + sc[static_cast<int>(c.a_scope)] + "_b" +
+         std::to_string(c.sizes.size()) + "_a" + sc[static_cast<int>(c.a_scope)] + "_b" +
          sc[static_cast<int>(c.b_scope)] + "_bias" + std::to_string(c.bias) +
          (c.out == DType::kFloat32 ? "_f32" : "_bf16");
 }
@@ -34,10 +34,11 @@ class CudaGroupedM : public testing::TestWithParam<MCase> {
   void SetUp() override {
     SKIP_WITHOUT_CUDA();
     const MCase& c = GetParam();
-    e = static_cast<int64_t>(c.offs.size());
+    e = static_cast<int64_t>(c.sizes.size());
+    offs_v = cumulative(c.sizes);
     a = random_qmatrix(c.m, c.k, 100 + c.m);
     b = random_qmatrix(c.n, c.k, 200 + c.n, e);
-    offs = int_tensor(c.offs);
+    offs = int_tensor(offs_v);
     amax_a = float_tensor(random_amax(
         c.a_scope == AmaxScope::kRow ? c.m : (c.a_scope == AmaxScope::kGroup ? e : 1), 31));
     amax_b = float_tensor(random_amax(c.b_scope == AmaxScope::kGroup ? e : 1, 32));
@@ -57,11 +58,12 @@ class CudaGroupedM : public testing::TestWithParam<MCase> {
   }
   int group_of(int64_t row) const {
     for (int g = 0; g < e; ++g)
-      if (row < GetParam().offs[g]) return g;
+      if (row < offs_v[g]) return g;
     return -1;
   }
 
   int64_t e = 0;
+  std::vector<int32_t> offs_v;
   QMatrix a, b;
   HostTensor offs, amax_a, amax_b, bias, out;
 };
@@ -78,7 +80,8 @@ TEST_P(CudaGroupedM, MatchesFp64Reference) {
         want.push_back(0.0);
         continue;
       }
-      const int64_t ia = c.a_scope == AmaxScope::kRow ? i : (c.a_scope == AmaxScope::kGroup ? g : 0);
+      const int64_t ia =
+          c.a_scope == AmaxScope::kRow ? i : (c.a_scope == AmaxScope::kGroup ? g : 0);
       const double ga = amax_a.ptr<float>()[ia] / (6.0 * 256);
       const double gb = amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0] / (6.0 * 448);
       double y = ga * gb * dot_ref(a, 0, i, b, g, j, 0, c.k);
@@ -103,15 +106,17 @@ TEST_P(CudaGroupedM, EachGroupEqualsDenseGemmBitwise) {
   const MCase& c = GetParam();
   int64_t lo = 0;
   for (int64_t g = 0; g < e; ++g) {
-    const int64_t hi = c.offs[g];
+    const int64_t hi = offs_v[g];
     if (hi == lo) continue;
     QMatrix ag = slice_rows(a, lo, hi), bg = slice_rows(b, 0, c.n, g);
     HostTensor amax_ag;
     if (c.a_scope == AmaxScope::kRow)
-      amax_ag = float_tensor(std::vector<float>(amax_a.ptr<float>() + lo, amax_a.ptr<float>() + hi));
+      amax_ag =
+          float_tensor(std::vector<float>(amax_a.ptr<float>() + lo, amax_a.ptr<float>() + hi));
     else
       amax_ag = float_tensor({amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0]});
-    HostTensor amax_bg = float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
+    HostTensor amax_bg =
+        float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
     std::unique_ptr<DeviceTensor> dbias;
     if (c.bias) {
       HostTensor bias_g(bias.dtype(), {c.n});
@@ -134,7 +139,7 @@ TEST_P(CudaGroupedM, EachGroupEqualsDenseGemmBitwise) {
 TEST_P(CudaGroupedM, RowsPastLastOffsetAreZero) {
   const MCase& c = GetParam();
   const int64_t es = dtype_size(c.out);
-  for (int64_t i = c.offs.back() * c.n * es; i < c.m * c.n * es; ++i)
+  for (int64_t i = offs_v.back() * c.n * es; i < c.m * c.n * es; ++i)
     ASSERT_EQ(out.bytes()[i], 0) << "byte " << i;
 }
 
@@ -145,10 +150,18 @@ const MCase kMCases[] = {
     {20, 33, 48, {1, 1, 0, 7, 1}, AmaxScope::kGroup, AmaxScope::kGroup, 2, DType::kBFloat16},
     {40, 24, 64, {0, 13, 14}, AmaxScope::kRow, AmaxScope::kGroup, 1, DType::kFloat32},
     {40, 24, 64, {0, 13, 14}, AmaxScope::kRow, AmaxScope::kTensor, 2, DType::kBFloat16},
-    {330, 270, 256, {150, 151, 151, 260, 260}, AmaxScope::kGroup, AmaxScope::kTensor, 2,
-     DType::kFloat32},
-    {600, 264, 1024, {200, 397, 400, 600}, AmaxScope::kTensor, AmaxScope::kGroup, 1,
+    {330, 270, 256, {150, 1, 0, 109, 0}, AmaxScope::kGroup, AmaxScope::kTensor, 2, DType::kFloat32},
+    {600,
+     264,
+     1024,
+     {200, 197, 3, 200},
+     AmaxScope::kTensor,
+     AmaxScope::kGroup,
+     1,
      DType::kBFloat16},
+    // no bias, tensor/group scopes, N % 8 == 0: the fused-epilogue path
+    {300, 256, 512, {100, 0, 1, 150}, AmaxScope::kGroup, AmaxScope::kGroup, 0, DType::kBFloat16},
+    {300, 256, 512, {100, 0, 1, 150}, AmaxScope::kTensor, AmaxScope::kGroup, 0, DType::kFloat32},
     {16, 8, 16, {0, 0, 0}, AmaxScope::kGroup, AmaxScope::kGroup, 1, DType::kFloat32},
     {5, 17, 32, {5}, AmaxScope::kRow, AmaxScope::kTensor, 0, DType::kFloat32},
 };
@@ -224,8 +237,8 @@ TEST_P(CudaGroupedK, MatchesFp64Reference) {
   std::vector<double> want;
   for (int64_t g = 0; g < e; ++g) {
     const int64_t lo = g == 0 ? 0 : offs_v[g - 1], hi = offs_v[g];
-    const double s = amax(amax_a, c.a_scope, g) / (6.0 * 448) * amax(amax_b, c.b_scope, g) /
-                     (6.0 * 448);
+    const double s =
+        amax(amax_a, c.a_scope, g) / (6.0 * 448) * amax(amax_b, c.b_scope, g) / (6.0 * 448);
     for (int64_t i = 0; i < c.n; ++i)
       for (int64_t j = 0; j < c.k; ++j) want.push_back(s * dot_ref(a, 0, i, b, 0, j, lo, hi));
   }

@@ -74,7 +74,7 @@ inline HostTensor garbage(DType t, std::initializer_list<int64_t> shape) {
 }
 
 inline bool bytes_equal(const HostTensor& x, int64_t x_off, const HostTensor& y, int64_t y_off,
-                 int64_t n) {
+                        int64_t n) {
   return std::memcmp(x.bytes().data() + x_off, y.bytes().data() + y_off, n) == 0;
 }
 
