@@ -15,8 +15,15 @@ namespace f46::cuda {
 __device__ __forceinline__ float to_float(Bf16, uint16_t v) {
   return num::from_bits(static_cast<uint32_t>(v) << 16);  // exact
 }
-__device__ __forceinline__ float to_float(F16, uint16_t v) {
-  return __half2float(__ushort_as_half(v));  // exact
+// fp16 -> float, exact; NaN keeps its sign and payload (as the CPU reference's conversion).
+__device__ __forceinline__ float to_float(F16, uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t e = (h >> 10) & 31u, m = h & 1023u;
+  uint32_t u;
+  if (e == 0) u = num::bits(num::mul(static_cast<float>(m), 5.9604644775390625e-08f));
+  else if (e == 31) u = m ? 0x7FC00000u | (m << 13) : 0x7F800000u;
+  else u = ((e + 112u) << 23) | (m << 13);
+  return num::from_bits(u | sign);
 }
 __device__ __forceinline__ float to_float(F32, float v) { return v; }
 
@@ -36,6 +43,29 @@ __device__ __forceinline__ void load16(const typename T::Storage* p, bool vec, f
   } else {
 #pragma unroll
     for (int i = 0; i < 16; ++i) x[i] = to_float(T{}, p[i]);
+  }
+}
+
+// Raw 16-element loads, issued early and unpacked later (more bytes in flight per thread).
+template <typename T>
+struct Raw16 {
+  static constexpr int kVecs = 16 * sizeof(typename T::Storage) / 16;
+  uint4 w[kVecs];
+};
+template <typename T>
+__device__ __forceinline__ void load_raw16(const typename T::Storage* p, Raw16<T>& r) {
+#pragma unroll
+  for (int v = 0; v < Raw16<T>::kVecs; ++v) r.w[v] = __ldg(reinterpret_cast<const uint4*>(p) + v);
+}
+template <typename T>
+__device__ __forceinline__ void unpack16(const Raw16<T>& r, float (&x)[16]) {
+  using S = typename T::Storage;
+  constexpr int kPerVec = 16 / sizeof(S);
+#pragma unroll
+  for (int v = 0; v < Raw16<T>::kVecs; ++v) {
+    const S* s = reinterpret_cast<const S*>(&r.w[v]);
+#pragma unroll
+    for (int i = 0; i < kPerVec; ++i) x[v * kPerVec + i] = to_float(T{}, s[i]);
   }
 }
 

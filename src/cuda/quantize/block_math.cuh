@@ -21,6 +21,39 @@ struct BlockCodes {
   uint8_t scale;   // E4M3 byte
 };
 
+// E4M3 byte -> float without integer-to-float conversions (those run at 1/8 of the FP32 rate):
+// equal to num::e4m3_to_float for every byte. Sub-normals m * 2^-9 = bits(m << 20) * 2^120.
+__device__ __forceinline__ float e4m3_value(uint8_t b) {
+  const uint32_t e = (b >> 3) & 15u, m = b & 7u;
+  float v;
+  if (e == 15u && m == 7u) v = num::from_bits(0x7FC00000u);
+  else if (e == 0u) v = num::mul(num::from_bits(m << 20), 1.329227995784916e+36f);  // 2^120
+  else v = num::from_bits(((e + 120u) << 23) | (m << 20));
+  return (b & 0x80u) ? -v : v;
+}
+// E2M1 code -> value, exact, no conversions: (code & 7) << 22 are the float bits of value*2^-126.
+__device__ __forceinline__ float e2m1_decode(uint32_t code) {
+  const float mag = num::mul(num::from_bits((code & 7u) << 22), 8.507059173023462e+37f);  // 2^126
+  return num::from_bits(num::bits(mag) | ((code & 8u) << 28));
+}
+// num::inverse_scale with e4m3_value.
+__device__ __forceinline__ float inverse_of(uint8_t scale, float s_dec) {
+  return num::min_keep_nan(num::div(1.0f, num::mul(e4m3_value(scale), s_dec)), num::kFltMax);
+}
+
+// The global amax of a block with its encode/decode scales (N2), reused while it is unchanged.
+struct GlobalScale {
+  float amax, s_enc, s_dec;
+};
+__device__ __forceinline__ GlobalScale global_scale(float amax, float bound) {
+  const float s_enc = num::encode_scale(amax, bound);
+  return GlobalScale{amax, s_enc, num::div(1.0f, s_enc)};
+}
+// Recomputes `g` only when the amax bits change (per-tensor scope: once per thread).
+__device__ __forceinline__ void update_global_scale(GlobalScale& g, float amax, float bound) {
+  if (num::bits(amax) != num::bits(g.amax)) g = global_scale(amax, bound);
+}
+
 // Per-call constants of the 4/6 error (N3.3).
 struct ErrorConsts {
   float bound, denom, rdenom;  // denom = 6*bound, rdenom = RN(1/denom)
@@ -100,10 +133,11 @@ __device__ __forceinline__ float tile_error_tree(float e, unsigned half_mask) {
 // (half_mask); the tile shares one scale (N1.4, N3.4). `sr_index`: element index of x[0] for
 // stochastic rounding (N6).
 template <QuantMode M, bool kTile>
-__device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], float amax,
+__device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const GlobalScale& g,
                                                      const ErrorConsts& c, bool stochastic,
                                                      uint64_t seed, uint64_t offset,
                                                      uint64_t sr_index, unsigned half_mask) {
+  const float amax = g.amax;
   uint32_t mb = 0;  // N9: integer max of |x| bits propagates NaN
 #pragma unroll
   for (int i = 0; i < 16; ++i) mb = max(mb, num::abs_bits(x[i]));
@@ -112,11 +146,11 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], float
     for (int w = 8; w >= 1; w >>= 1) mb = max(mb, __shfl_xor_sync(half_mask, mb, w, 16));
   }
   const float block_amax = num::from_bits(mb);
-  const float s_enc = num::encode_scale(amax, c.bound);  // N2
-  const float s_dec = num::div(1.0f, s_enc);
+  const float s_enc = g.s_enc, s_dec = g.s_dec;
 
   uint8_t scale;
   float ar[16];
+  float inv_chosen = 0.0f;
   bool have_ar = false;
   if constexpr (M == QuantMode::kGradient) {
     scale = num::scale_gradient(block_amax, s_enc);  // N4
@@ -126,8 +160,9 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], float
     scale = num::scale_map4(block_amax, s_enc);
   } else {
     const uint8_t s6 = num::scale_map6(block_amax, s_enc), s4 = num::scale_map4(block_amax, s_enc);
-    const float sf6 = num::e4m3_to_float(s6), sf4 = num::e4m3_to_float(s4);
-    const float inv6 = num::inverse_scale(s6, s_dec), inv4 = num::inverse_scale(s4, s_dec);
+    const float sf6 = e4m3_value(s6), sf4 = e4m3_value(s4);
+    const float inv6 = num::min_keep_nan(num::div(1.0f, num::mul(sf6, s_dec)), num::kFltMax);
+    const float inv4 = num::min_keep_nan(num::div(1.0f, num::mul(sf4, s_dec)), num::kFltMax);
     float ar6[16], ar4[16];
     float e6, e4;
     if (fast_error_ok(sf6, amax) && fast_error_ok(sf4, amax)) {
@@ -148,11 +183,12 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], float
     }
     const bool four = num::pick_map4(e4, e6);  // N3.5
     scale = four ? s4 : s6;
+    inv_chosen = four ? inv4 : inv6;
 #pragma unroll
     for (int i = 0; i < 16; ++i) ar[i] = four ? ar4[i] : ar6[i];
     have_ar = true;
   }
-  const float inv = num::inverse_scale(scale, s_dec);
+  const float inv = have_ar ? inv_chosen : inverse_of(scale, s_dec);
 
   uint64_t codes = 0;
   if (stochastic) {  // N6: one Philox call per 4 elements (sr_index % 4 == 0)

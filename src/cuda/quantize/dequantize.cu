@@ -35,7 +35,7 @@ void dequantize(const TensorView& codes, const TensorView& scales, const GlobalA
   const int64_t esize = dtype_size(out.dtype);
   p.vec_codes = aligned_to(p.codes, 8) && (p.rows == 1 || p.codes_stride % 8 == 0);
   p.vec_out = aligned_to(p.out, 16) && (p.rows == 1 || (p.out_stride * esize) % 16 == 0);
-  const dim3 grid(grid_x(p.rows * (p.cols / 16), kDequantThreads));
+  const dim3 grid(grid_x(p.rows * (p.cols / 16), kDequantThreads * kDequantBlocksPerThread));
   const cudaStream_t stream = stream_of(ctx);
   switch (out.dtype) {
     case DType::kBFloat16:

@@ -94,11 +94,11 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   l.tile_kernel = tile16 || cfg.columnwise;
   l.shared_bytes = shared;
   if (l.tile_kernel) {
-    const int64_t gy = ceil_div(rows, kTileRows);
+    const int64_t gy = ceil_div(rows, kTileRows * kTilesPerCta);
     F46_CHECK(gy <= 65535, "quantize: too many rows for the tile grid: ", rows);
     l.grid = dim3(grid_x(cols, kTileCols), static_cast<unsigned>(gy));
   } else {
-    l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads));
+    l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads * kRowBlocksPerThread));
   }
   const cudaStream_t stream = stream_of(ctx);
   switch (x.dtype) {

@@ -33,45 +33,72 @@ __device__ __forceinline__ void store_block(uint8_t* codes, uint8_t* scale, cons
   *scale = b.scale;
 }
 
+// Block index of thread slot k: consecutive threads take consecutive blocks (coalesced).
+__device__ __forceinline__ void row_block_of(int64_t i, int64_t blocks_per_row, bool small,
+                                             int64_t& row, int64_t& col) {
+  row = small ? static_cast<int64_t>(static_cast<uint32_t>(i) / static_cast<uint32_t>(blocks_per_row))
+              : i / blocks_per_row;
+  col = (i - row * blocks_per_row) * 16;
+}
+
 template <typename T, QuantMode M>
 __global__ void __launch_bounds__(kRowThreads)
     quantize_rows_1x16_kernel(const QuantizeParams p) {
   extern __shared__ int32_t s_offs[];
   if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
   const int64_t blocks_per_row = p.cols / 16;
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kRowThreads + threadIdx.x;
   const int64_t total = p.rows * blocks_per_row;
-  if (i >= total) return;
-  int64_t row;
-  if (total <= 0xFFFFFFFFll) {  // 32-bit division where it fits (uniform branch)
-    row = static_cast<uint32_t>(i) / static_cast<uint32_t>(blocks_per_row);
-  } else {
-    row = i / blocks_per_row;
-  }
-  const int64_t col = (i - row * blocks_per_row) * 16;
-
+  const bool small = total <= 0xFFFFFFFFll;  // 32-bit division where it fits (uniform)
+  const int64_t first =
+      static_cast<int64_t>(blockIdx.x) * kRowThreads * kRowBlocksPerThread + threadIdx.x;
   using S = typename T::Storage;
-  float x[16];  // one 1x16 block of row `row`
-  load16<T>(static_cast<const S*>(p.x) + row * p.x_stride + col, p.vec_load, x);
-  if (p.rht_rowwise) {
-    float y[16];
-    num::rht16(x, y);  // N7
+  const S* x_base = static_cast<const S*>(p.x);
+
+  Raw16<T> raw[kRowBlocksPerThread];  // all loads in flight before the arithmetic
+  if (p.vec_load) {
 #pragma unroll
-    for (int k = 0; k < 16; ++k) x[k] = y[k];
+    for (int k = 0; k < kRowBlocksPerThread; ++k) {
+      const int64_t i = first + k * kRowThreads;
+      if (i < total) {
+        int64_t row, col;
+        row_block_of(i, blocks_per_row, small, row, col);
+        load_raw16<T>(x_base + row * p.x_stride + col, raw[k]);
+      }
+    }
   }
-  const float amax = global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, row);
-  const BlockCodes b = quantize_block<M, false>(x, amax, error_consts(p.bound), p.stochastic,
-                                                p.seed, p.offset, row * p.cols + col, 0u);
-  store_block(p.codes + row * p.codes_stride + col / 2, p.scales + row * p.scales_stride + col / 16,
-              b);
+  const ErrorConsts consts = error_consts(p.bound);
+  GlobalScale gs = global_scale(0.0f, p.bound);
+#pragma unroll
+  for (int k = 0; k < kRowBlocksPerThread; ++k) {
+    const int64_t i = first + k * kRowThreads;
+    if (i >= total) return;
+    int64_t row, col;
+    row_block_of(i, blocks_per_row, small, row, col);
+    float x[16];  // one 1x16 block of row `row`
+    if (p.vec_load) unpack16<T>(raw[k], x);
+    else load16<T>(x_base + row * p.x_stride + col, false, x);
+    if (p.rht_rowwise) {
+      float y[16];
+      num::rht16(x, y);  // N7
+#pragma unroll
+      for (int j = 0; j < 16; ++j) x[j] = y[j];
+    }
+    update_global_scale(gs, global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, row),
+                        p.bound);
+    const BlockCodes b = quantize_block<M, false>(x, gs, consts, p.stochastic, p.seed,
+                                                  p.offset, row * p.cols + col, 0u);
+    store_block(p.codes + row * p.codes_stride + col / 2,
+                p.scales + row * p.scales_stride + col / 16, b);
+  }
 }
 
-// One 64x64 tile of x. Phase 1: thread (r = tid % 64, cb = tid / 64) reads the 1x16 block
-// (row r, columns 16cb..16cb+16) of the tile, quantizes it for the rowwise output and stores it
-// in shared memory. Phase 2: thread (c = tid % 64, rb = tid / 64) reads the 16 values of
-// column c, rows 16rb..16rb+16 (a 1x16 block of x^T) and quantizes them for the columnwise
-// output. In both phases the 16 lanes of a half-warp hold 16 consecutive rows of the output
-// being made, which is one 16x16 tile when kTile16. Needs rows % 16 == 0 and cols % 16 == 0.
+// kTilesPerCta vertically stacked 64x64 tiles of x per CTA, all loads issued first. Per tile,
+// phase 1: thread (r = tid % 64, cb = tid / 64) takes the 1x16 block (row r, columns
+// 16cb..16cb+16), quantizes it for the rowwise output and stores it in shared memory. Phase 2:
+// thread (c = tid % 64, rb = tid / 64) reads the 16 values of column c, rows 16rb..16rb+16 (a
+// 1x16 block of x^T) and quantizes them for the columnwise output. In both phases the 16 lanes
+// of a half-warp hold 16 consecutive rows of the output being made: one 16x16 tile when
+// kTile16. Needs rows % 16 == 0 and cols % 16 == 0, so validity is uniform per half-warp.
 template <typename T, QuantMode M, bool kTile16>
 __global__ void __launch_bounds__(kTileThreads) quantize_tile_kernel(const QuantizeParams p) {
   static_assert(kTileRows == 64 && kTileCols == 64 && kTileThreads == 256,
@@ -82,64 +109,83 @@ __global__ void __launch_bounds__(kTileThreads) quantize_tile_kernel(const Quant
 
   const int tid = threadIdx.x;
   const unsigned half_mask = 0xFFFFu << (tid & 16);
-  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kTileRows;
   const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kTileCols;
   const ErrorConsts consts = error_consts(p.bound);
   using S = typename T::Storage;
+  const S* x_base = static_cast<const S*>(p.x);
+  const int r = tid % kTileRows, cb = tid / kTileRows;  // phase 1 mapping
+  GlobalScale gs = global_scale(0.0f, p.bound), gs_t = gs;
+  const int64_t col = col0 + cb * 16;
 
-  {  // phase 1: rowwise
-    const int r = tid % kTileRows, cb = tid / kTileRows;
-    const int64_t row = row0 + r, col = col0 + cb * 16;
-    // Validity is uniform over each half-warp: rows and cols are multiples of 16.
-    const bool valid = row < p.rows && col < p.cols;
-    float x[16];
-    if (valid) {
-      load16<T>(static_cast<const S*>(p.x) + row * p.x_stride + col, p.vec_load, x);
-    } else {
+  Raw16<T> raw[kTilesPerCta];
 #pragma unroll
-      for (int k = 0; k < 16; ++k) x[k] = 0.0f;
-    }
-    if (p.columnwise) {
-#pragma unroll
-      for (int k = 0; k < 16; ++k) tile[r][cb * 16 + k] = x[k];
-    }
-    if (p.rowwise && valid) {
-      if (p.rht_rowwise) {
-        float y[16];
-        num::rht16(x, y);
-#pragma unroll
-        for (int k = 0; k < 16; ++k) x[k] = y[k];
-      }
-      const float amax = global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, row);
-      const BlockCodes b = quantize_block<M, kTile16>(x, amax, consts, p.stochastic, p.seed,
-                                                      p.offset, row * p.cols + col, half_mask);
-      store_block(p.codes + row * p.codes_stride + col / 2,
-                  p.scales + row * p.scales_stride + col / 16, b);
-    }
+  for (int t = 0; t < kTilesPerCta; ++t) {
+    const int64_t row = (static_cast<int64_t>(blockIdx.y) * kTilesPerCta + t) * kTileRows + r;
+    if (p.vec_load && row < p.rows && col < p.cols)
+      load_raw16<T>(x_base + row * p.x_stride + col, raw[t]);
   }
-  if (!p.columnwise) return;
-  __syncthreads();
-  {  // phase 2: columnwise = rowwise quantization of x^T (cols, rows)
-    const int c = tid % kTileCols, rb = tid / kTileCols;
-    const int64_t col = col0 + c, row = row0 + rb * 16;
-    if (col >= p.cols || row >= p.rows) return;  // uniform over each half-warp
-    float x[16];
+
 #pragma unroll
-    for (int k = 0; k < 16; ++k) x[k] = tile[rb * 16 + k][c];
-    if (p.rht_columnwise) {
-      float y[16];
-      num::rht16(x, y);
+  for (int t = 0; t < kTilesPerCta; ++t) {
+    const int64_t row0 = (static_cast<int64_t>(blockIdx.y) * kTilesPerCta + t) * kTileRows;
+    if (row0 >= p.rows) break;  // uniform over the CTA
+    {  // phase 1: rowwise
+      const int64_t row = row0 + r;
+      const bool valid = row < p.rows && col < p.cols;
+      float x[16];
+      if (valid) {
+        if (p.vec_load) unpack16<T>(raw[t], x);
+        else load16<T>(x_base + row * p.x_stride + col, false, x);
+      } else {
 #pragma unroll
-      for (int k = 0; k < 16; ++k) x[k] = y[k];
+        for (int k = 0; k < 16; ++k) x[k] = 0.0f;
+      }
+      if (p.columnwise) {
+        if (t > 0) __syncthreads();  // the previous tile's phase 2 is done with `tile`
+#pragma unroll
+        for (int k = 0; k < 16; ++k) tile[r][cb * 16 + k] = x[k];
+      }
+      if (p.rowwise && valid) {
+        if (p.rht_rowwise) {
+          float y[16];
+          num::rht16(x, y);
+#pragma unroll
+          for (int k = 0; k < 16; ++k) x[k] = y[k];
+        }
+        update_global_scale(gs, global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, row),
+                            p.bound);
+        const BlockCodes b = quantize_block<M, kTile16>(x, gs, consts, p.stochastic, p.seed,
+                                                        p.offset, row * p.cols + col, half_mask);
+        store_block(p.codes + row * p.codes_stride + col / 2,
+                    p.scales + row * p.scales_stride + col / 16, b);
+      }
     }
-    // The block's 16 rows lie in one group (offsets % 16 == 0); its first row decides.
-    const float* amax_t = p.amax_t != nullptr ? p.amax_t : p.amax;
-    const float amax = global_amax_of_row(amax_t, p.scope, s_offs, p.num_groups, row);
-    const BlockCodes b = quantize_block<M, kTile16>(x, amax, consts, p.stochastic, p.seed,
-                                                    p.offset, p.rows * p.cols + col * p.rows + row,
-                                                    half_mask);
-    store_block(p.codes_t + col * p.codes_t_stride + row / 2,
-                p.scales_t + col * p.scales_t_stride + row / 16, b);
+    if (!p.columnwise) continue;
+    __syncthreads();
+    {  // phase 2: columnwise = rowwise quantization of x^T (cols, rows)
+      const int c = tid % kTileCols, rb = tid / kTileCols;
+      const int64_t ccol = col0 + c, row = row0 + rb * 16;
+      if (ccol < p.cols && row < p.rows) {  // uniform over each half-warp
+        float x[16];
+#pragma unroll
+        for (int k = 0; k < 16; ++k) x[k] = tile[rb * 16 + k][c];
+        if (p.rht_columnwise) {
+          float y[16];
+          num::rht16(x, y);
+#pragma unroll
+          for (int k = 0; k < 16; ++k) x[k] = y[k];
+        }
+        // The block's 16 rows lie in one group (offsets % 16 == 0); its first row decides.
+        const float* amax_t = p.amax_t != nullptr ? p.amax_t : p.amax;
+        update_global_scale(gs_t, global_amax_of_row(amax_t, p.scope, s_offs, p.num_groups, row),
+                            p.bound);
+        const BlockCodes b = quantize_block<M, kTile16>(
+            x, gs_t, consts, p.stochastic, p.seed, p.offset, p.rows * p.cols + ccol * p.rows + row,
+            half_mask);
+        store_block(p.codes_t + ccol * p.codes_t_stride + row / 2,
+                    p.scales_t + ccol * p.scales_t_stride + row / 16, b);
+      }
+    }
   }
 }
 

@@ -94,7 +94,7 @@ AmaxSpec amax_for(const HostTensor& x, const Mode& m) {
   a.scope = m.scope;
   if (m.scope == AmaxScope::kGroup) a.offsets = group_offsets(x.size(0));
   a.amax = amax_host(x, m.scope, a.offsets);
-  if (m.cfg.columnwise && m.cfg.rht_columnwise)
+  if (m.cfg.columnwise && m.cfg.rht_columnwise && x.size(0) % 16 == 0)
     a.amax_columnwise = amax_host(x, m.scope == AmaxScope::kGroup ? AmaxScope::kGroup
                                                                   : AmaxScope::kTensor,
                                   a.offsets, true);

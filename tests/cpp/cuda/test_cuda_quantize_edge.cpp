@@ -63,7 +63,7 @@ TEST(CudaQuantizeEdge, TiesAndZeros) {
   for (int i = 0; i < 16; ++i) v.push_back(0.0f);   // all-zero block
   for (int i = 0; i < 16; ++i) v.push_back(-0.0f);  // negative zeros: code 0x8
   for (int i = 0; i < 16 * 14; ++i) v.push_back(i % 5 == 0 ? 0.0f : 0.001f * (i % 7));
-  const HostTensor x = make_matrix(DType::kFloat32, 32, 24, v);  // 32 x 24 = 768 values
+  const HostTensor x = make_matrix(DType::kFloat32, 48, 16, v);  // 48 x 16 = 768 values
   check_all_modes(x, tensor_amax(6.0f * 256.0f), "ties A=6*256");
   check_all_modes(x, tensor_amax(6.0f * 448.0f), "ties A=6*448");
   check_all_modes(x, tensor_amax(0.0f), "ties A=0");
