@@ -66,7 +66,7 @@ def plot_loss_curves(results: dict, path: str, title: str = "") -> str:
         ax.axhline(0.0, color="k", lw=0.8)
         ax.set_xlabel("step")
         ax.set_ylabel(f"train loss minus BF16 (moving avg {window})")
-        ax.set_title("quantization penalty")
+        ax.set_title("difference to BF16 (one seed: includes run-to-run noise)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
