@@ -207,7 +207,8 @@ def profile_and_sweep(gen) -> None:
                 fn()
             torch.cuda.synchronize()
         print(f"--- profile dense 8192^3, {name}, 3 calls")
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8, max_name_column_width=60))
+        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8,
+                                        max_name_column_width=60))
     flops = 2.0 * m * n * k
     for sw in ("1", "2", "4", "8"):
         for ra in ("m", "n"):
