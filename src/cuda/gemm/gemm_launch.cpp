@@ -142,9 +142,8 @@ DequantArgs dequant_args(const QuantizedOperand& op, int groups, int64_t rows, i
 
 // The GEMM epilogue applies N10 itself (alpha[g] = gA * gB, one cast to the output dtype)
 // when that is the whole formula: tensor/group scopes, no bias, and D rows 16-byte aligned.
-// Otherwise the GEMM writes FP32 scratch and launch_gemm_epilogue applies N10. (The CUTLASS
-// epilogue computes alpha * acc then adds beta * 0, so an accumulator of -0 comes out +0 there;
-// every other value is bitwise the N10 formula.)
+// Otherwise the GEMM writes FP32 scratch and launch_gemm_epilogue applies N10. (With no
+// source operand the CUTLASS epilogue computes exactly alpha * acc, then one RNE conversion.)
 bool fused_epilogue(const QuantizedOperand& a, const TensorView& bias, const TensorView& out,
                     int64_t row_elems) {
   const int64_t es = dtype_size(out.dtype);
