@@ -1,0 +1,103 @@
+"""A whole SwiGLU grouped-experts layer, forward + backward: f46 NVFP4 4/6 (quantized and
+dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured in one run.
+
+Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
+Prints: shape | mode | ms | x BF16 (BF16 time / f46 time), then the geometric mean per mode.
+Uneven (seeded log-normal) routing; tokens sorted by expert; CUDA events, median of REPS.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import f46  # noqa: E402
+
+REPS = int(os.environ.get("F46_BENCH_REPS", "7"))
+# name, E, tokens, dim D, hidden F
+MOE = [
+    ("Mixtral", 8, 16384, 4096, 14336),
+    ("DSv3", 16, 32768, 7168, 4096),
+    ("Qwen3", 128, 65536, 2048, 1536),
+    ("gpt-oss", 32, 32768, 2880, 5760),
+]
+
+
+def routing(e: int, tokens: int, gen: torch.Generator) -> torch.Tensor:
+    """Uneven per-expert token counts (multiples of 16) summing to `tokens`."""
+    w = torch.exp(torch.randn(e, generator=gen) * 0.6)
+    counts = torch.floor(w / w.sum() * tokens / 16).long() * 16
+    counts[0] += tokens - counts.sum()
+    return counts
+
+
+def bf16_layer(x, w1, w3, w2, offs):
+    h = F.silu(torch._grouped_mm(x, w1.transpose(-2, -1), offs)) * \
+        torch._grouped_mm(x, w3.transpose(-2, -1), offs)
+    return torch._grouped_mm(h, w2.transpose(-2, -1), offs)
+
+
+def median_ms(fn) -> float:
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(REPS):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+    return statistics.median(times)
+
+
+def main() -> None:
+    gen = torch.Generator().manual_seed(0)
+    dev = torch.device("cuda")
+    ratios: dict[str, list[float]] = {"quantized": [], "dequantized": []}
+    print("| shape | mode | ms | TFLOP/s | x BF16 |\n|---|---|---|---|---|")
+    for name, e, t, d, f in MOE:
+        counts = routing(e, t, gen).to(dev)
+        offs = torch.cumsum(counts, 0).to(torch.int32)
+        x = (torch.randn(t, d, device=dev) * 0.5).to(torch.bfloat16).requires_grad_()
+        gy = torch.randn(t, d, device=dev).to(torch.bfloat16)
+        w1 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+        w3 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+        w2 = (torch.randn(e, d, f, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+        flops = 18.0 * t * d * f  # 3 GEMMs forward, 6 backward
+
+        def run_bf16():
+            bf16_layer(x, w1, w3, w2, offs).backward(gy)
+
+        base = median_ms(run_bf16)
+        label = f"{name} E{e} T{t} D{d} F{f}"
+        print(f"| {label} | bf16 | {base:8.2f} | {flops / base / 1e9:6.1f} | 1.000 |")
+        for mode in ("quantized", "dequantized"):
+            layer = f46.F46GroupedExperts.from_bf16(
+                w1.detach(), w2.detach(), w3.detach(),
+                f46.Recipe(backward_override=mode))
+            layer.to(dev)
+
+            def run_f46():
+                layer(x, counts).backward(gy)
+
+            ms = median_ms(run_f46)
+            ratios[mode].append(base / ms)
+            print(f"| {label} | f46 4/6, {mode} bwd | {ms:8.2f} | {flops / ms / 1e9:6.1f} | "
+                  f"{base / ms:.3f} |")
+            del layer
+        del x, gy, w1, w2, w3
+        torch.cuda.empty_cache()
+    for mode, r in ratios.items():
+        gm = math.exp(sum(math.log(v) for v in r) / len(r))
+        print(f"| geometric mean | f46 4/6, {mode} bwd | | | {gm:.3f} |")
+
+
+if __name__ == "__main__":
+    main()
