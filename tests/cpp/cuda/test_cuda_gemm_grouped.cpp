@@ -184,6 +184,47 @@ TEST(CudaGroupedMOffsets, InvalidOffsetsAreClamped) {
   EXPECT_TRUE(bytes_equal(bad, 0, good, 0, m * n * 4));
 }
 
+// No host synchronisation and no host read of the offsets: both grouped GEMMs can be captured
+// into a CUDA graph on a side stream, and the replay gives the eager bits.
+TEST(CudaGroupedGraph, CapturedCallsEqualEagerBitwise) {
+  SKIP_WITHOUT_CUDA();
+  const int64_t m = 200, n = 64, k = 128, e = 3;
+  QMatrix a = random_qmatrix(m, k, 51), b = random_qmatrix(n, k, 52, e);
+  QMatrix y = random_qmatrix(n, m - 8, 53), x = random_qmatrix(k, m - 8, 54);  // T = 192
+  HostTensor am = float_tensor({3.0f, 1.5f, 2.0f}), bm = float_tensor({2.0f, 0.5f, 4.0f});
+  DeviceOperand da(a, am, AmaxScope::kGroup, 256), db(b, bm, AmaxScope::kGroup, 256);
+  DeviceOperand dy(y, am, AmaxScope::kGroup, 448), dx(x, bm, AmaxScope::kGroup, 448);
+  DeviceTensor offs_m(int_tensor({50, 50, 170})), offs_k(int_tensor({64, 64, 192}));
+  DeviceTensor eager_m(garbage(DType::kBFloat16, {m, n})),
+      graph_m(garbage(DType::kBFloat16, {m, n}));
+  DeviceTensor eager_k(garbage(DType::kFloat32, {e, n, k})),
+      graph_k(garbage(DType::kFloat32, {e, n, k}));
+  cudaStream_t s = nullptr;
+  cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  Context ctx;
+  ctx.cuda_stream = s;
+  grouped_gemm_m(da.op, db.op, offs_m.view(), {}, eager_m.view(), ctx);
+  grouped_gemm_k(dy.op, dx.op, offs_k.view(), eager_k.view(), ctx);
+  cuda_ok(cudaStreamSynchronize(s));
+
+  cudaGraph_t graph = nullptr;
+  cuda_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  grouped_gemm_m(da.op, db.op, offs_m.view(), {}, graph_m.view(), ctx);
+  grouped_gemm_k(dy.op, dx.op, offs_k.view(), graph_k.view(), ctx);
+  cuda_ok(cudaStreamEndCapture(s, &graph));
+  cudaGraphExec_t exec = nullptr;
+  cuda_ok(cudaGraphInstantiate(&exec, graph, 0));
+  cuda_ok(cudaGraphLaunch(exec, s));
+  cuda_ok(cudaStreamSynchronize(s));
+  const HostTensor em = eager_m.download(), gm = graph_m.download();
+  const HostTensor ek = eager_k.download(), gk = graph_k.download();
+  EXPECT_TRUE(bytes_equal(em, 0, gm, 0, m * n * 2));
+  EXPECT_TRUE(bytes_equal(ek, 0, gk, 0, e * n * k * 4));
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
 // ---- K-grouped --------------------------------------------------------------------------------
 struct KCase {
   int64_t n, k;
