@@ -19,13 +19,13 @@
 
 namespace {
 
-#define BENCH_CUDA(expr)                                                              \
-  do {                                                                                \
-    cudaError_t e_ = (expr);                                                          \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s failed: %s\n", #expr, cudaGetErrorString(e_));         \
-      std::abort();                                                                   \
-    }                                                                                 \
+#define BENCH_CUDA(expr)                                                      \
+  do {                                                                        \
+    cudaError_t e_ = (expr);                                                  \
+    if (e_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #expr, cudaGetErrorString(e_)); \
+      std::abort();                                                           \
+    }                                                                         \
   } while (0)
 
 void* device_alloc(size_t bytes) {
@@ -128,7 +128,9 @@ int main(int argc, char** argv) {
     BENCH_CUDA(cudaMemcpy(amax, &one_amax, 4, cudaMemcpyHostToDevice));
     BENCH_CUDA(cudaMemcpy(amax_t, &one_amax, 4, cudaMemcpyHostToDevice));
 
-    auto xview = [&](int i) { return make_view(x[i % kRot], DType::kBFloat16, {R, C}, Device::kCUDA); };
+    auto xview = [&](int i) {
+      return make_view(x[i % kRot], DType::kBFloat16, {R, C}, Device::kCUDA);
+    };
     QuantizedOutputs out;
     out.codes = make_view(codes, DType::kUInt8, {R, C / 2}, Device::kCUDA);
     out.scales = make_view(scales, DType::kUInt8, {R, C / 16}, Device::kCUDA);
@@ -185,24 +187,27 @@ int main(int argc, char** argv) {
     acfg.scope = AmaxScope::kGroup;
     acfg.offsets = grp.offsets;
     TensorView amax_out = grp.amax;
-    report("group amax (128)", median_us(stream, iters, [&](int i) {
-             f46::amax(xview(i), acfg, amax_out, ctx);
-           }), in_b);
-    report("group amax (128) + quantize MAE", median_us(stream, iters, [&](int i) {
-             f46::amax(xview(i), acfg, amax_out, ctx);
-             quantize(xview(i), grp, mae, out, ctx);
-           }), in_b + q_b);
+    report("group amax (128)",
+           median_us(stream, iters, [&](int i) { f46::amax(xview(i), acfg, amax_out, ctx); }),
+           in_b);
+    report("group amax (128) + quantize MAE",
+           median_us(stream, iters,
+                     [&](int i) {
+                       f46::amax(xview(i), acfg, amax_out, ctx);
+                       quantize(xview(i), grp, mae, out, ctx);
+                     }),
+           in_b + q_b);
 
     TensorView deq_v = make_view(deq, DType::kBFloat16, {R, C}, Device::kCUDA);
-    report("dequantize -> bf16", median_us(stream, iters, [&](int) {
-             dequantize(out.codes, out.scales, ga, 256.0f, deq_v, ctx);
-           }), q_b + in_b);
+    report("dequantize -> bf16",
+           median_us(stream, iters,
+                     [&](int) { dequantize(out.codes, out.scales, ga, 256.0f, deq_v, ctx); }),
+           q_b + in_b);
 
     for (int i = 0; i < kRot; ++i) cudaFree(x[i]);
     for (void* p : {static_cast<void*>(codes), static_cast<void*>(scales),
                     static_cast<void*>(codes_t), static_cast<void*>(scales_t), deq,
-                    static_cast<void*>(amax), static_cast<void*>(amax_t),
-                    static_cast<void*>(offs)})
+                    static_cast<void*>(amax), static_cast<void*>(amax_t), static_cast<void*>(offs)})
       cudaFree(p);
   }
   double lg = 0;

@@ -37,8 +37,10 @@ __device__ __forceinline__ int group_of_row(const int32_t* s_offs, int num_group
   int lo = 0, hi = num_groups;  // first g with s_offs[g] > row
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
-    if (static_cast<int64_t>(s_offs[mid]) > row) hi = mid;
-    else lo = mid + 1;
+    if (static_cast<int64_t>(s_offs[mid]) > row)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return lo;
 }

@@ -20,9 +20,12 @@ __device__ __forceinline__ float to_float(F16, uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 31u, m = h & 1023u;
   uint32_t u;
-  if (e == 0) u = num::bits(num::mul(static_cast<float>(m), 5.9604644775390625e-08f));
-  else if (e == 31) u = m ? 0x7FC00000u | (m << 13) : 0x7F800000u;
-  else u = ((e + 112u) << 23) | (m << 13);
+  if (e == 0)
+    u = num::bits(num::mul(static_cast<float>(m), 5.9604644775390625e-08f));
+  else if (e == 31)
+    u = m ? 0x7FC00000u | (m << 13) : 0x7F800000u;
+  else
+    u = ((e + 112u) << 23) | (m << 13);
   return num::from_bits(u | sign);
 }
 __device__ __forceinline__ float to_float(F32, float v) { return v; }

@@ -25,11 +25,21 @@ void launch_pad(const PadParams& p, cudaStream_t stream) {
   const int64_t warps = p.dst_rows < 132 * 64 ? (p.dst_rows > 0 ? p.dst_rows : 1) : 132 * 64;
   const dim3 grid(grid_x(warps, kPadWarps));
   switch (word_bytes(p)) {
-    case 16: pad_rows_kernel<uint4, kPad><<<grid, kPadThreads, shared, stream>>>(p); break;
-    case 8: pad_rows_kernel<uint2, kPad><<<grid, kPadThreads, shared, stream>>>(p); break;
-    case 4: pad_rows_kernel<uint32_t, kPad><<<grid, kPadThreads, shared, stream>>>(p); break;
-    case 2: pad_rows_kernel<uint16_t, kPad><<<grid, kPadThreads, shared, stream>>>(p); break;
-    default: pad_rows_kernel<uint8_t, kPad><<<grid, kPadThreads, shared, stream>>>(p); break;
+    case 16:
+      pad_rows_kernel<uint4, kPad><<<grid, kPadThreads, shared, stream>>>(p);
+      break;
+    case 8:
+      pad_rows_kernel<uint2, kPad><<<grid, kPadThreads, shared, stream>>>(p);
+      break;
+    case 4:
+      pad_rows_kernel<uint32_t, kPad><<<grid, kPadThreads, shared, stream>>>(p);
+      break;
+    case 2:
+      pad_rows_kernel<uint16_t, kPad><<<grid, kPadThreads, shared, stream>>>(p);
+      break;
+    default:
+      pad_rows_kernel<uint8_t, kPad><<<grid, kPadThreads, shared, stream>>>(p);
+      break;
   }
   F46_CHECK_LAUNCH(kPad ? "pad_rows_kernel<pad>" : "pad_rows_kernel<unpad>");
 }

@@ -101,14 +101,17 @@ __global__ void __launch_bounds__(kPadThreads) pad_rows_kernel(const PadParams p
       int lo = 0, hi = p.num_groups;
       while (lo < hi) {
         const int mid = (lo + hi) >> 1;
-        if (s_pad[mid] > row) hi = mid;
-        else lo = mid + 1;
+        if (s_pad[mid] > row)
+          hi = mid;
+        else
+          lo = mid + 1;
       }
       if (lo < p.num_groups) {
         const int64_t start = lo > 0 ? s_pad[lo - 1] : 0;
         const int64_t o_prev = lo > 0 ? s_offs[lo - 1] : 0;
         const int64_t local = row - start, size = s_offs[lo] - o_prev;
-        if (local < size && o_prev + local < p.src_rows) src = p.src + (o_prev + local) * p.src_stride;
+        if (local < size && o_prev + local < p.src_rows)
+          src = p.src + (o_prev + local) * p.src_stride;
       }
     } else {
       const int g = group_of_row(s_offs, p.num_groups, row);

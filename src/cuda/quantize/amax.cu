@@ -42,8 +42,8 @@ void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Con
   if (p.scope == ScopeKind::kGroup) {
     p.offsets = cfg.offsets.ptr<int32_t>();
     p.num_groups = static_cast<int>(cfg.offsets.size(0));
-    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
-              "amax: group count must be in [1, ", kMaxGroups, "], got ", p.num_groups);
+    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups, "amax: group count must be in [1, ",
+              kMaxGroups, "], got ", p.num_groups);
     shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
   }
   F46_CHECK(!cfg.rht_columns || p.scope != ScopeKind::kRow,
@@ -59,10 +59,17 @@ void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Con
     return;
   }
   switch (x.dtype) {
-    case DType::kBFloat16: launch_amax<Bf16>(p, cfg.rht_columns, shared, stream); break;
-    case DType::kFloat16: launch_amax<F16>(p, cfg.rht_columns, shared, stream); break;
-    case DType::kFloat32: launch_amax<F32>(p, cfg.rht_columns, shared, stream); break;
-    default: F46_CHECK(false, "amax: x must be bf16/fp16/fp32, got ", x.describe());
+    case DType::kBFloat16:
+      launch_amax<Bf16>(p, cfg.rht_columns, shared, stream);
+      break;
+    case DType::kFloat16:
+      launch_amax<F16>(p, cfg.rht_columns, shared, stream);
+      break;
+    case DType::kFloat32:
+      launch_amax<F32>(p, cfg.rht_columns, shared, stream);
+      break;
+    default:
+      F46_CHECK(false, "amax: x must be bf16/fp16/fp32, got ", x.describe());
   }
 }
 

@@ -60,7 +60,8 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_rows_kernel(const AmaxParam
       }
       c = (p.cols / 16) * 16;
     }
-    for (int64_t k = c + lane; k < p.cols; k += 32) m = max(m, num::abs_bits(to_float(T{}, row[k])));
+    for (int64_t k = c + lane; k < p.cols; k += 32)
+      m = max(m, num::abs_bits(to_float(T{}, row[k])));
     m = __reduce_max_sync(0xFFFFFFFFu, m);
     if (lane != 0) continue;
     if (p.scope == ScopeKind::kRow) {
@@ -103,7 +104,8 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_rht_columns_kernel(const Am
       for (int k = 0; k < 16; ++k) m = max(m, num::abs_bits(y[k]));
     }
     // Uniform over the CTA: every thread has the same row block.
-    const int target = p.scope == ScopeKind::kTensor ? 0 : group_of_row(s_offs, p.num_groups, rb * 16);
+    const int target =
+        p.scope == ScopeKind::kTensor ? 0 : group_of_row(s_offs, p.num_groups, rb * 16);
     if (target != cur) {
       const uint32_t w = __reduce_max_sync(0xFFFFFFFFu, cur_m);
       if ((threadIdx.x & 31) == 0) flush_max(p.out, cur, limit, w);

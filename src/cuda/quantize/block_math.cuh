@@ -26,9 +26,12 @@ struct BlockCodes {
 __device__ __forceinline__ float e4m3_value(uint8_t b) {
   const uint32_t e = (b >> 3) & 15u, m = b & 7u;
   float v;
-  if (e == 15u && m == 7u) v = num::from_bits(0x7FC00000u);
-  else if (e == 0u) v = num::mul(num::from_bits(m << 20), 1.329227995784916e+36f);  // 2^120
-  else v = num::from_bits(((e + 120u) << 23) | (m << 20));
+  if (e == 15u && m == 7u)
+    v = num::from_bits(0x7FC00000u);
+  else if (e == 0u)
+    v = num::mul(num::from_bits(m << 20), 1.329227995784916e+36f);  // 2^120
+  else
+    v = num::from_bits(((e + 120u) << 23) | (m << 20));
   return (b & 0x80u) ? -v : v;
 }
 // E2M1 code -> value, exact, no conversions: (code & 7) << 22 are the float bits of value*2^-126.
@@ -104,9 +107,12 @@ __device__ __forceinline__ float candidate_error(const float (&x)[16], float inv
     ar[i] = e2m1_round_abs(num::mul(ax, inv));
     const float val = div_denom(num::mul(num::mul(ar[i], sf), amax), c);
     const float d = num::sub(val, ax);
-    if constexpr (M == QuantMode::kMSE) err = num::add(err, num::mul(d, d));
-    else if constexpr (M == QuantMode::kAbsMax) err = num::max_keep_nan(err, num::abs(d));
-    else err = num::add(err, num::abs(d));
+    if constexpr (M == QuantMode::kMSE)
+      err = num::add(err, num::mul(d, d));
+    else if constexpr (M == QuantMode::kAbsMax)
+      err = num::max_keep_nan(err, num::abs(d));
+    else
+      err = num::add(err, num::abs(d));
   }
   return err;
 }
@@ -195,10 +201,10 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const uint64_t q = (sr_index >> 2) + k;
-      const num::U32x4 r = num::philox4x32_10(
-          static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32), static_cast<uint32_t>(offset),
-          static_cast<uint32_t>(offset >> 32), static_cast<uint32_t>(seed),
-          static_cast<uint32_t>(seed >> 32));
+      const num::U32x4 r =
+          num::philox4x32_10(static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32),
+                             static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32),
+                             static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int i = 4 * k + j;

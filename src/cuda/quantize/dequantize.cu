@@ -47,7 +47,8 @@ void dequantize(const TensorView& codes, const TensorView& scales, const GlobalA
     case DType::kFloat32:
       dequantize_kernel<F32><<<grid, kDequantThreads, shared, stream>>>(p);
       break;
-    default: F46_CHECK(false, "dequantize: out must be bf16/fp16/fp32, got ", out.describe());
+    default:
+      F46_CHECK(false, "dequantize: out must be bf16/fp16/fp32, got ", out.describe());
   }
   F46_CHECK_LAUNCH("dequantize_kernel");
 }

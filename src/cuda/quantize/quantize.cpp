@@ -3,8 +3,8 @@
 // allocation: CUDA-graph capturable on ctx.cuda_stream.
 #include "backend.h"
 #include "cuda/common/cuda_check.h"
-#include "cuda/common/launch_utils.h"
 #include "cuda/common/element_types.h"
+#include "cuda/common/launch_utils.h"
 #include "cuda/quantize/quantize_launch.h"
 
 namespace f46::cuda {
@@ -14,11 +14,16 @@ namespace {
 QuantMode mode_of(const QuantizeConfig& cfg) {
   if (cfg.gradient) return QuantMode::kGradient;
   switch (cfg.rule) {
-    case Rule::kMAE: return QuantMode::kMAE;
-    case Rule::kMSE: return QuantMode::kMSE;
-    case Rule::kAbsMax: return QuantMode::kAbsMax;
-    case Rule::kAll6: return QuantMode::kAll6;
-    case Rule::kAll4: return QuantMode::kAll4;
+    case Rule::kMAE:
+      return QuantMode::kMAE;
+    case Rule::kMSE:
+      return QuantMode::kMSE;
+    case Rule::kAbsMax:
+      return QuantMode::kAbsMax;
+    case Rule::kAll6:
+      return QuantMode::kAll6;
+    case Rule::kAll4:
+      return QuantMode::kAll4;
   }
   return QuantMode::kMAE;
 }
@@ -102,10 +107,17 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   }
   const cudaStream_t stream = stream_of(ctx);
   switch (x.dtype) {
-    case DType::kBFloat16: launch_quantize<Bf16>(p, l, stream); break;
-    case DType::kFloat16: launch_quantize<F16>(p, l, stream); break;
-    case DType::kFloat32: launch_quantize<F32>(p, l, stream); break;
-    default: F46_CHECK(false, "quantize: x must be bf16/fp16/fp32, got ", x.describe());
+    case DType::kBFloat16:
+      launch_quantize<Bf16>(p, l, stream);
+      break;
+    case DType::kFloat16:
+      launch_quantize<F16>(p, l, stream);
+      break;
+    case DType::kFloat32:
+      launch_quantize<F32>(p, l, stream);
+      break;
+    default:
+      F46_CHECK(false, "quantize: x must be bf16/fp16/fp32, got ", x.describe());
   }
 }
 

@@ -36,14 +36,14 @@ __device__ __forceinline__ void store_block(uint8_t* codes, uint8_t* scale, cons
 // Block index of thread slot k: consecutive threads take consecutive blocks (coalesced).
 __device__ __forceinline__ void row_block_of(int64_t i, int64_t blocks_per_row, bool small,
                                              int64_t& row, int64_t& col) {
-  row = small ? static_cast<int64_t>(static_cast<uint32_t>(i) / static_cast<uint32_t>(blocks_per_row))
-              : i / blocks_per_row;
+  row = small
+            ? static_cast<int64_t>(static_cast<uint32_t>(i) / static_cast<uint32_t>(blocks_per_row))
+            : i / blocks_per_row;
   col = (i - row * blocks_per_row) * 16;
 }
 
 template <typename T, QuantMode M>
-__global__ void __launch_bounds__(kRowThreads)
-    quantize_rows_1x16_kernel(const QuantizeParams p) {
+__global__ void __launch_bounds__(kRowThreads) quantize_rows_1x16_kernel(const QuantizeParams p) {
   extern __shared__ int32_t s_offs[];
   if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
   const int64_t blocks_per_row = p.cols / 16;
@@ -75,8 +75,10 @@ __global__ void __launch_bounds__(kRowThreads)
     int64_t row, col;
     row_block_of(i, blocks_per_row, small, row, col);
     float x[16];  // one 1x16 block of row `row`
-    if (p.vec_load) unpack16<T>(raw[k], x);
-    else load16<T>(x_base + row * p.x_stride + col, false, x);
+    if (p.vec_load)
+      unpack16<T>(raw[k], x);
+    else
+      load16<T>(x_base + row * p.x_stride + col, false, x);
     if (p.rht_rowwise) {
       float y[16];
       num::rht16(x, y);  // N7
@@ -85,8 +87,8 @@ __global__ void __launch_bounds__(kRowThreads)
     }
     update_global_scale(gs, global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, row),
                         p.bound);
-    const BlockCodes b = quantize_block<M, false>(x, gs, consts, p.stochastic, p.seed,
-                                                  p.offset, row * p.cols + col, 0u);
+    const BlockCodes b = quantize_block<M, false>(x, gs, consts, p.stochastic, p.seed, p.offset,
+                                                  row * p.cols + col, 0u);
     store_block(p.codes + row * p.codes_stride + col / 2,
                 p.scales + row * p.scales_stride + col / 16, b);
   }
@@ -129,13 +131,15 @@ __global__ void __launch_bounds__(kTileThreads) quantize_tile_kernel(const Quant
   for (int t = 0; t < kTilesPerCta; ++t) {
     const int64_t row0 = (static_cast<int64_t>(blockIdx.y) * kTilesPerCta + t) * kTileRows;
     if (row0 >= p.rows) break;  // uniform over the CTA
-    {  // phase 1: rowwise
+    {                           // phase 1: rowwise
       const int64_t row = row0 + r;
       const bool valid = row < p.rows && col < p.cols;
       float x[16];
       if (valid) {
-        if (p.vec_load) unpack16<T>(raw[t], x);
-        else load16<T>(x_base + row * p.x_stride + col, false, x);
+        if (p.vec_load)
+          unpack16<T>(raw[t], x);
+        else
+          load16<T>(x_base + row * p.x_stride + col, false, x);
       } else {
 #pragma unroll
         for (int k = 0; k < 16; ++k) x[k] = 0.0f;
@@ -179,9 +183,9 @@ __global__ void __launch_bounds__(kTileThreads) quantize_tile_kernel(const Quant
         const float* amax_t = p.amax_t != nullptr ? p.amax_t : p.amax;
         update_global_scale(gs_t, global_amax_of_row(amax_t, p.scope, s_offs, p.num_groups, row),
                             p.bound);
-        const BlockCodes b = quantize_block<M, kTile16>(
-            x, gs_t, consts, p.stochastic, p.seed, p.offset, p.rows * p.cols + ccol * p.rows + row,
-            half_mask);
+        const BlockCodes b =
+            quantize_block<M, kTile16>(x, gs_t, consts, p.stochastic, p.seed, p.offset,
+                                       p.rows * p.cols + ccol * p.rows + row, half_mask);
         store_block(p.codes_t + ccol * p.codes_t_stride + row / 2,
                     p.scales_t + ccol * p.scales_t_stride + row / 16, b);
       }

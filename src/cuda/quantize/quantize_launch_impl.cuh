@@ -24,12 +24,18 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
 template <typename T>
 void launch_quantize(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
   switch (l.mode) {
-    case QuantMode::kMAE: return launch_quantize_mode<T, QuantMode::kMAE>(p, l, stream);
-    case QuantMode::kMSE: return launch_quantize_mode<T, QuantMode::kMSE>(p, l, stream);
-    case QuantMode::kAbsMax: return launch_quantize_mode<T, QuantMode::kAbsMax>(p, l, stream);
-    case QuantMode::kAll6: return launch_quantize_mode<T, QuantMode::kAll6>(p, l, stream);
-    case QuantMode::kAll4: return launch_quantize_mode<T, QuantMode::kAll4>(p, l, stream);
-    case QuantMode::kGradient: return launch_quantize_mode<T, QuantMode::kGradient>(p, l, stream);
+    case QuantMode::kMAE:
+      return launch_quantize_mode<T, QuantMode::kMAE>(p, l, stream);
+    case QuantMode::kMSE:
+      return launch_quantize_mode<T, QuantMode::kMSE>(p, l, stream);
+    case QuantMode::kAbsMax:
+      return launch_quantize_mode<T, QuantMode::kAbsMax>(p, l, stream);
+    case QuantMode::kAll6:
+      return launch_quantize_mode<T, QuantMode::kAll6>(p, l, stream);
+    case QuantMode::kAll4:
+      return launch_quantize_mode<T, QuantMode::kAll4>(p, l, stream);
+    case QuantMode::kGradient:
+      return launch_quantize_mode<T, QuantMode::kGradient>(p, l, stream);
   }
 }
 

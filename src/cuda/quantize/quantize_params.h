@@ -18,22 +18,22 @@ struct QuantizeParams {
   bool vec_load = false;  // x and its row stride allow 16-byte loads
 
   ScopeKind scope = ScopeKind::kTensor;
-  const float* amax = nullptr;    // (1) / (rows) / (num_groups) float32
-  const float* amax_t = nullptr;  // for the columnwise output (defaults to amax)
+  const float* amax = nullptr;       // (1) / (rows) / (num_groups) float32
+  const float* amax_t = nullptr;     // for the columnwise output (defaults to amax)
   const int32_t* offsets = nullptr;  // (num_groups) int32 cumulative group ends, kGroup only
   int num_groups = 0;
 
-  float bound = 256.0f;        // E4M3 scale bound (N2)
-  bool stochastic = false;     // N6
+  float bound = 256.0f;     // E4M3 scale bound (N2)
+  bool stochastic = false;  // N6
   uint64_t seed = 0, offset = 0;
   bool rht_rowwise = false, rht_columnwise = false;  // N7
 
   bool rowwise = true, columnwise = false;
-  uint8_t* codes = nullptr;     // (rows, cols/2)
+  uint8_t* codes = nullptr;  // (rows, cols/2)
   int64_t codes_stride = 0;
-  uint8_t* scales = nullptr;    // (rows, cols/16)
+  uint8_t* scales = nullptr;  // (rows, cols/16)
   int64_t scales_stride = 0;
-  uint8_t* codes_t = nullptr;   // (cols, rows/2)
+  uint8_t* codes_t = nullptr;  // (cols, rows/2)
   int64_t codes_t_stride = 0;
   uint8_t* scales_t = nullptr;  // (cols, rows/16)
   int64_t scales_t_stride = 0;

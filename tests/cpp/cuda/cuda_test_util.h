@@ -16,9 +16,9 @@
 #include "test_helpers.h"
 #include "test_quantize_util.h"
 
-#define F46_SKIP_WITHOUT_CUDA()                                           \
-  do {                                                                    \
-    if (!::f46::cuda::available()) GTEST_SKIP() << "no CUDA device";      \
+#define F46_SKIP_WITHOUT_CUDA()                                      \
+  do {                                                               \
+    if (!::f46::cuda::available()) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
 
 #define F46_ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
@@ -87,7 +87,8 @@ class DeviceGlobalAmax {
 
 // f46::quantize on a device copy of x; outputs copied back (pre-filled with 0xAB on the device
 // as on the host, so an unwritten byte shows).
-inline Quantized quantize_device(const HostTensor& x, const AmaxSpec& a, const QuantizeConfig& cfg) {
+inline Quantized quantize_device(const HostTensor& x, const AmaxSpec& a,
+                                 const QuantizeConfig& cfg) {
   const int64_t R = x.size(0), C = x.size(1);
   Quantized q;
   if (cfg.rowwise) {

@@ -29,16 +29,16 @@ TEST(CudaPad, PadUnpadVsCpu) {
   F46_SKIP_WITHOUT_CUDA();
   std::mt19937_64 gen(7);
   const std::vector<PadCase> cases = {
-      {1, 16, 128, 1, DType::kBFloat16},  {100, 64, 128, 4, DType::kBFloat16},
-      {257, 48, 16, 9, DType::kFloat32},  {64, 7, 7, 3, DType::kBFloat16},
-      {33, 5, 1, 2, DType::kUInt8},       {500, 40, 32, 128, DType::kUInt8},
+      {1, 16, 128, 1, DType::kBFloat16},      {100, 64, 128, 4, DType::kBFloat16},
+      {257, 48, 16, 9, DType::kFloat32},      {64, 7, 7, 3, DType::kBFloat16},
+      {33, 5, 1, 2, DType::kUInt8},           {500, 40, 32, 128, DType::kUInt8},
       {1000, 2048, 128, 8, DType::kBFloat16}, {0, 16, 128, 3, DType::kFloat32},
       {90, 33, 3, 40, DType::kFloat16},
   };
   for (const PadCase& pc : cases)
     for (int rep = 0; rep < 3; ++rep) {
-      const std::string what = std::to_string(pc.m) + "x" + std::to_string(pc.cols) + " a=" +
-                               std::to_string(pc.alignment) + " E=" + std::to_string(pc.e) +
+      const std::string what = std::to_string(pc.m) + "x" + std::to_string(pc.cols) +
+                               " a=" + std::to_string(pc.alignment) + " E=" + std::to_string(pc.e) +
                                " rep " + std::to_string(rep);
       HostTensor x(pc.dtype, std::vector<int64_t>{pc.m, pc.cols});
       for (size_t i = 0; i < x.bytes().size(); ++i)

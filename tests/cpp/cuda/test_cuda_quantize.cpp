@@ -74,7 +74,8 @@ std::vector<Mode> all_modes() {
   }
   m.push_back({"mae_rowscope", base(Rule::kMAE, 256.0f), AmaxScope::kRow});
   m.push_back({"mse_rowscope", base(Rule::kMSE, 448.0f), AmaxScope::kRow});
-  m.push_back({"mae_group_rowcol", base(Rule::kMAE, 256.0f, Block::k1x16, true), AmaxScope::kGroup});
+  m.push_back(
+      {"mae_group_rowcol", base(Rule::kMAE, 256.0f, Block::k1x16, true), AmaxScope::kGroup});
   m.push_back({"mae_group16x16", base(Rule::kMAE, 256.0f, Block::k16x16), AmaxScope::kGroup});
   m.push_back({"grad_group_sr", gradient(true, true), AmaxScope::kGroup});
   return m;
@@ -95,9 +96,8 @@ AmaxSpec amax_for(const HostTensor& x, const Mode& m) {
   if (m.scope == AmaxScope::kGroup) a.offsets = group_offsets(x.size(0));
   a.amax = amax_host(x, m.scope, a.offsets);
   if (m.cfg.columnwise && m.cfg.rht_columnwise && x.size(0) % 16 == 0)
-    a.amax_columnwise = amax_host(x, m.scope == AmaxScope::kGroup ? AmaxScope::kGroup
-                                                                  : AmaxScope::kTensor,
-                                  a.offsets, true);
+    a.amax_columnwise = amax_host(
+        x, m.scope == AmaxScope::kGroup ? AmaxScope::kGroup : AmaxScope::kTensor, a.offsets, true);
   return a;
 }
 
@@ -132,8 +132,8 @@ TEST_P(CudaQuantizeVsCpu, BitwiseEqual) {
 
 std::string param_name(const ::testing::TestParamInfo<Param>& info) {
   const auto [R, C] = std::get<1>(info.param);
-  return all_modes()[static_cast<size_t>(std::get<0>(info.param))].name + "_" +
-         std::to_string(R) + "x" + std::to_string(C) + "_" + dtype_name(std::get<2>(info.param));
+  return all_modes()[static_cast<size_t>(std::get<0>(info.param))].name + "_" + std::to_string(R) +
+         "x" + std::to_string(C) + "_" + dtype_name(std::get<2>(info.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -41,9 +41,9 @@ void check_all_modes(const HostTensor& x, const AmaxSpec& a, const std::string& 
       const bool columnwise = layout >= 1, tile16 = layout == 2;
       if ((columnwise || tile16) && x.size(0) % 16 != 0) continue;
       const QuantizeConfig cfg = make_cfg(mode, columnwise, tile16);
-      expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
-                            what + " mode " + std::to_string(mode) + " layout " +
-                                std::to_string(layout));
+      expect_same_quantized(
+          quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+          what + " mode " + std::to_string(mode) + " layout " + std::to_string(layout));
     }
 }
 
@@ -122,7 +122,8 @@ TEST(CudaQuantizeEdge, PropertyLoop) {
     const bool rows16 = columnwise || tile16 || gen() % 2;
     const int64_t R = rows16 ? 16 * static_cast<int64_t>(1 + gen() % 6) : 1 + gen() % 70;
     const int64_t C = 16 * static_cast<int64_t>(1 + gen() % 12);
-    const DType t = gen() % 3 == 0 ? DType::kFloat32 : (gen() % 2 ? DType::kBFloat16 : DType::kFloat16);
+    const DType t =
+        gen() % 3 == 0 ? DType::kFloat32 : (gen() % 2 ? DType::kBFloat16 : DType::kFloat16);
     const Dist d = static_cast<Dist>(gen() % 3);
     const float scale = std::ldexp(1.0f, static_cast<int>(gen() % 40) - 20);
     std::vector<float> v = random_values(R * C, gen(), d, t == DType::kFloat16 ? 1.0f : scale, t);
@@ -152,8 +153,8 @@ TEST(CudaQuantizeEdge, PropertyLoop) {
       for (float& m : a.amax) m = m * 1.75f;  // amax not equal to the data's
     expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
                           "case " + std::to_string(it) + " mode " + std::to_string(mode) +
-                              " layout " + std::to_string(layout) + " " + std::to_string(R) +
-                              "x" + std::to_string(C) + " " + dtype_name(t));
+                              " layout " + std::to_string(layout) + " " + std::to_string(R) + "x" +
+                              std::to_string(C) + " " + dtype_name(t));
     ++cases;
     if (::testing::Test::HasFailure()) break;  // one report is enough
   }
@@ -205,23 +206,32 @@ TEST(CudaAmax, TensorRowsGroupsVsCpu) {
   for (DType t : {DType::kBFloat16, DType::kFloat16, DType::kFloat32}) {
     for (auto [R, C] : {std::pair<int64_t, int64_t>{1, 5}, {37, 100}, {128, 2064}, {4096, 48}}) {
       HostTensor x = random_matrix(t, R, C, 11 + R + C, Dist::kStudentT, 2.0f);
-      const std::string what = std::string(dtype_name(t)) + " " + std::to_string(R) + "x" +
-                               std::to_string(C);
-      EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kTensor),
-                                 amax_device(x, AmaxScope::kTensor)), -1) << what;
+      const std::string what =
+          std::string(dtype_name(t)) + " " + std::to_string(R) + "x" + std::to_string(C);
+      EXPECT_EQ(
+          first_float_diff(amax_host(x, AmaxScope::kTensor), amax_device(x, AmaxScope::kTensor)),
+          -1)
+          << what;
       EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kRow), amax_device(x, AmaxScope::kRow)),
-                -1) << what;
+                -1)
+          << what;
       const int32_t r = static_cast<int32_t>(R);
       const std::vector<int32_t> offs = {0, r / 3, r / 3, r / 2, r - r / 5};
       EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kGroup, offs),
-                                 amax_device(x, AmaxScope::kGroup, offs)), -1) << what;
+                                 amax_device(x, AmaxScope::kGroup, offs)),
+                -1)
+          << what;
       if (R % 16 == 0) {
         const int32_t r16 = (r / 32) * 16;
         const std::vector<int32_t> o16 = {r16, r16, r};
         EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kTensor, {}, true),
-                                   amax_device(x, AmaxScope::kTensor, {}, true)), -1) << what;
+                                   amax_device(x, AmaxScope::kTensor, {}, true)),
+                  -1)
+            << what;
         EXPECT_EQ(first_float_diff(amax_host(x, AmaxScope::kGroup, o16, true),
-                                   amax_device(x, AmaxScope::kGroup, o16, true)), -1) << what;
+                                   amax_device(x, AmaxScope::kGroup, o16, true)),
+                  -1)
+            << what;
       }
     }
   }
@@ -230,7 +240,7 @@ TEST(CudaAmax, TensorRowsGroupsVsCpu) {
 TEST(CudaAmax, NaNPropagates) {
   F46_SKIP_WITHOUT_CUDA();
   std::vector<float> v = random_values(64 * 32, 12);
-  v[100] = std::numeric_limits<float>::quiet_NaN();    // row 3, group 0
+  v[100] = std::numeric_limits<float>::quiet_NaN();         // row 3, group 0
   v[40 * 32 + 1] = std::numeric_limits<float>::infinity();  // row 40, group 1
   const HostTensor x = make_matrix(DType::kFloat32, 64, 32, v);
   const std::vector<float> t = amax_device(x, AmaxScope::kTensor);
