@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
+# run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
+# kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
+# summary last.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|test|bench|demo|all]...
+# Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+STEPS=${*:-all}
+B=${F46_GPU_BUILD:-build-gpu}
+has() { [[ " $STEPS " == *" $1 "* || " $STEPS " == *" all "* ]]; }
+SUMMARY="$OUT/summary.txt"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 PYTHONUNBUFFERED=1
+
+[ -d /tmp/site/cutlass_library ] || python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD/python
+export F46_TORCH_LIBRARY=$PWD/$B/python/f46/libf46_torch.so
+
+if has build; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+  cmake -S . -B "$B" -G Ninja -DF46_GTEST_SOURCE="$PWD/.deps/googletest" -DF46_BUILD_TORCH=ON \
+    -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 \
+    -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20 > "$OUT/cmake.log" 2>&1 \
+    || { tail -30 "$OUT/cmake.log"; exit 1; }
+  start=$(date +%s)
+  ninja -C "$B" -j16 f46_tests f46_torch bench_quantize > "$OUT/build.log" 2>&1
+  rc=$?; note "build rc=$rc ($(( $(date +%s) - start )) s)"
+  ((rc == 0)) || { grep -m5 -A10 "error" "$OUT/build.log"; exit 1; }
+  grep -i "spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -5
+fi
+
+if has test; then
+  "$B/f46_tests" --gtest_brief=1 > "$OUT/ctest.log" 2>&1
+  note "f46_tests rc=$? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/ctest.log" | tr '\n' ' ')"
+  grep -m10 -A6 "Failure" "$OUT/ctest.log" | head -60
+  Q='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaAmax.NaNPropagates:CudaPad.*'
+  G='Shapes/CudaGroupedM.MatchesFp64Reference/M20N33*:Shapes/CudaGroupedK.MatchesFp64Reference/N24K40*:CudaGroupedMOffsets.*:Shapes/CudaDenseGemm.MatchesFp64Reference/M37N50*'
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/f46_tests" \
+    --gtest_filter="$Q:$G" --gtest_brief=1 > "$OUT/memcheck.log" 2>&1
+  note "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+  R='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mse16x16_rowcol_48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*grad_group_sr_48x80_float32:CudaPad.*'
+  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$B/f46_tests" \
+    --gtest_filter="$R" --gtest_brief=1 > "$OUT/racecheck.log" 2>&1
+  note "racecheck rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/racecheck.log" | tail -1)"
+  timeout 300 python3 -m pytest tests/python -q -x -k "cuda" -p no:cacheprovider > "$OUT/pytest_cuda.log" 2>&1
+  note "pytest (cuda cases) rc=$? $(tail -1 "$OUT/pytest_cuda.log")"
+  grep -m5 -B5 "Error\|assert" "$OUT/pytest_cuda.log" | head -40
+fi
+
+if has bench; then
+  "$B/bench/bench_quantize" 30 > "$OUT/bench_quantize.log" 2>&1; note "bench_quantize rc=$?"
+  python3 bench/bench_gemm.py > "$OUT/bench_gemm.log" 2>&1; note "bench_gemm rc=$?"
+  python3 bench/bench_layer.py > "$OUT/bench_layer.log" 2>&1; note "bench_layer rc=$?"
+  cat "$OUT/bench_quantize.log" "$OUT/bench_gemm.log" "$OUT/bench_layer.log" | grep "|" | grep -v -- "---"
+fi
+
+if has demo; then
+  timeout 240 python3 -m f46.demo --device cuda --no-progress --out "$OUT/demo" ${F46_DEMO_ARGS:-} \
+    > "$OUT/demo.log" 2>&1
+  note "demo rc=$?"; tail -15 "$OUT/demo.log"
+fi
+echo "==== summary"; cat "$SUMMARY"
