@@ -47,9 +47,9 @@ class CudaDenseGemm : public testing::TestWithParam<DenseCase> {
   HostTensor run(DType t, const Context& ctx = {}) {
     const DenseCase& c = GetParam();
     DeviceOperand da(a, amax_a, c.a_scope, c.bound_a), db(b, amax_b, AmaxScope::kTensor, c.bound_b);
-    DeviceTensor dout(garbage(t, {c.m, c.n}));
-    std::unique_ptr<DeviceTensor> dbias;
-    if (c.bias) dbias = std::make_unique<DeviceTensor>(bias);
+    GemmDeviceTensor dout(garbage(t, {c.m, c.n}));
+    std::unique_ptr<GemmDeviceTensor> dbias;
+    if (c.bias) dbias = std::make_unique<GemmDeviceTensor>(bias);
     gemm(da.op, db.op, dbias ? dbias->view() : TensorView{}, dout.view(), ctx);
     cuda_ok(cudaDeviceSynchronize());
     return dout.download();
@@ -128,7 +128,7 @@ TEST(CudaGemmWorkspace, TooSmallWorkspaceIsRejected) {
   QMatrix a = random_qmatrix(16, 32, 1), b = random_qmatrix(16, 32, 2);
   HostTensor am = float_tensor({1.0f});
   DeviceOperand da(a, am, AmaxScope::kTensor, 256), db(b, am, AmaxScope::kTensor, 256);
-  DeviceTensor out(garbage(DType::kBFloat16, {16, 16}));
+  GemmDeviceTensor out(garbage(DType::kBFloat16, {16, 16}));
   void* ws = nullptr;
   cuda_ok(cudaMalloc(&ws, 1024));
   Context ctx;
@@ -143,7 +143,7 @@ TEST(CudaGemmNumerics, NanAmaxGivesNanOutput) {
   QMatrix a = random_qmatrix(4, 32, 1), b = random_qmatrix(8, 32, 2);
   HostTensor am = float_tensor({1.0f, NAN, 1.0f, 1.0f}), bm = float_tensor({2.0f});
   DeviceOperand da(a, am, AmaxScope::kRow, 256), db(b, bm, AmaxScope::kTensor, 256);
-  DeviceTensor out(garbage(DType::kFloat32, {4, 8}));
+  GemmDeviceTensor out(garbage(DType::kFloat32, {4, 8}));
   gemm(da.op, db.op, {}, out.view());
   const HostTensor h = out.download();
   for (int64_t i = 0; i < 4; ++i)

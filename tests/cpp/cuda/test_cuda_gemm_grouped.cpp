@@ -49,9 +49,9 @@ class CudaGroupedM : public testing::TestWithParam<MCase> {
       for (int64_t i = 0; i < e * c.n; ++i) bias.set(i, v[i]);
     }
     DeviceOperand da(a, amax_a, c.a_scope, 256), db(b, amax_b, c.b_scope, 448);
-    DeviceTensor doffs(offs), dout(garbage(c.out, {c.m, c.n}));
-    std::unique_ptr<DeviceTensor> dbias;
-    if (c.bias) dbias = std::make_unique<DeviceTensor>(bias);
+    GemmDeviceTensor doffs(offs), dout(garbage(c.out, {c.m, c.n}));
+    std::unique_ptr<GemmDeviceTensor> dbias;
+    if (c.bias) dbias = std::make_unique<GemmDeviceTensor>(bias);
     grouped_gemm_m(da.op, db.op, doffs.view(), dbias ? dbias->view() : TensorView{}, dout.view());
     cuda_ok(cudaDeviceSynchronize());
     out = dout.download();
@@ -117,15 +117,15 @@ TEST_P(CudaGroupedM, EachGroupEqualsDenseGemmBitwise) {
       amax_ag = float_tensor({amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0]});
     HostTensor amax_bg =
         float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
-    std::unique_ptr<DeviceTensor> dbias;
+    std::unique_ptr<GemmDeviceTensor> dbias;
     if (c.bias) {
       HostTensor bias_g(bias.dtype(), {c.n});
       for (int64_t j = 0; j < c.n; ++j) bias_g.set(j, bias.get(g * c.n + j));
-      dbias = std::make_unique<DeviceTensor>(bias_g);
+      dbias = std::make_unique<GemmDeviceTensor>(bias_g);
     }
     const AmaxScope sa = c.a_scope == AmaxScope::kRow ? AmaxScope::kRow : AmaxScope::kTensor;
     DeviceOperand da(ag, amax_ag, sa, 256), db(bg, amax_bg, AmaxScope::kTensor, 448);
-    DeviceTensor dout(garbage(c.out, {hi - lo, c.n}));
+    GemmDeviceTensor dout(garbage(c.out, {hi - lo, c.n}));
     gemm(da.op, db.op, dbias ? dbias->view() : TensorView{}, dout.view());
     const HostTensor dense = dout.download();
     const int64_t es = dtype_size(c.out);
@@ -176,7 +176,7 @@ TEST(CudaGroupedMOffsets, InvalidOffsetsAreClamped) {
   HostTensor am = float_tensor({3.0f}), bm = float_tensor({2.0f});
   DeviceOperand da(a, am, AmaxScope::kTensor, 256), db(b, bm, AmaxScope::kTensor, 256);
   auto run = [&](const std::vector<int32_t>& o) {
-    DeviceTensor doffs(int_tensor(o)), dout(garbage(DType::kFloat32, {m, n}));
+    GemmDeviceTensor doffs(int_tensor(o)), dout(garbage(DType::kFloat32, {m, n}));
     grouped_gemm_m(da.op, db.op, doffs.view(), {}, dout.view());
     return dout.download();
   };
@@ -194,10 +194,10 @@ TEST(CudaGroupedGraph, CapturedCallsEqualEagerBitwise) {
   HostTensor am = float_tensor({3.0f, 1.5f, 2.0f}), bm = float_tensor({2.0f, 0.5f, 4.0f});
   DeviceOperand da(a, am, AmaxScope::kGroup, 256), db(b, bm, AmaxScope::kGroup, 256);
   DeviceOperand dy(y, am, AmaxScope::kGroup, 448), dx(x, bm, AmaxScope::kGroup, 448);
-  DeviceTensor offs_m(int_tensor({50, 50, 170})), offs_k(int_tensor({64, 64, 192}));
-  DeviceTensor eager_m(garbage(DType::kBFloat16, {m, n})),
+  GemmDeviceTensor offs_m(int_tensor({50, 50, 170})), offs_k(int_tensor({64, 64, 192}));
+  GemmDeviceTensor eager_m(garbage(DType::kBFloat16, {m, n})),
       graph_m(garbage(DType::kBFloat16, {m, n}));
-  DeviceTensor eager_k(garbage(DType::kFloat32, {e, n, k})),
+  GemmDeviceTensor eager_k(garbage(DType::kFloat32, {e, n, k})),
       graph_k(garbage(DType::kFloat32, {e, n, k}));
   cudaStream_t s = nullptr;
   cuda_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -258,7 +258,7 @@ class CudaGroupedK : public testing::TestWithParam<KCase> {
     amax_a = float_tensor(random_amax(c.a_scope == AmaxScope::kGroup ? e : 1, 41));
     amax_b = float_tensor(random_amax(c.b_scope == AmaxScope::kGroup ? e : 1, 42));
     DeviceOperand da(a, amax_a, c.a_scope, 448), db(b, amax_b, c.b_scope, 448);
-    DeviceTensor doffs(offs), dout(garbage(c.out, {e, c.n, c.k}));
+    GemmDeviceTensor doffs(offs), dout(garbage(c.out, {e, c.n, c.k}));
     grouped_gemm_k(da.op, db.op, doffs.view(), dout.view());
     cuda_ok(cudaDeviceSynchronize());
     out = dout.download();
@@ -309,7 +309,7 @@ TEST_P(CudaGroupedK, EachGroupEqualsDenseGemmBitwise) {
     HostTensor am = float_tensor({amax(amax_a, c.a_scope, g)});
     HostTensor bm = float_tensor({amax(amax_b, c.b_scope, g)});
     DeviceOperand da(ag, am, AmaxScope::kTensor, 448), db(bg, bm, AmaxScope::kTensor, 448);
-    DeviceTensor dout(garbage(c.out, {c.n, c.k}));
+    GemmDeviceTensor dout(garbage(c.out, {c.n, c.k}));
     gemm(da.op, db.op, {}, dout.view());
     const HostTensor dense = dout.download();
     ASSERT_TRUE(bytes_equal(dense, 0, out, g * block, block)) << "group " << g;

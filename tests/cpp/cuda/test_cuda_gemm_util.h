@@ -19,18 +19,18 @@ namespace f46::test {
 inline void cuda_ok(cudaError_t e) { ASSERT_EQ(e, cudaSuccess) << cudaGetErrorString(e); }
 
 // A device copy of a host tensor (same shape, dtype and strides).
-class DeviceTensor {
+class GemmDeviceTensor {
  public:
-  explicit DeviceTensor(const HostTensor& h) : host_(h), bytes_(h.bytes().size()) {
+  explicit GemmDeviceTensor(const HostTensor& h) : host_(h), bytes_(h.bytes().size()) {
     cuda_ok(cudaMalloc(&data_, bytes_));
     cuda_ok(cudaMemcpy(data_, h.bytes().data(), bytes_, cudaMemcpyHostToDevice));
     view_ = h.view();
     view_.data = data_;
     view_.device = Device::kCUDA;
   }
-  ~DeviceTensor() { cudaFree(data_); }
-  DeviceTensor(const DeviceTensor&) = delete;
-  DeviceTensor& operator=(const DeviceTensor&) = delete;
+  ~GemmDeviceTensor() { cudaFree(data_); }
+  GemmDeviceTensor(const GemmDeviceTensor&) = delete;
+  GemmDeviceTensor& operator=(const GemmDeviceTensor&) = delete;
   TensorView& view() { return view_; }
   HostTensor download() {
     HostTensor out = host_;
@@ -55,7 +55,7 @@ struct DeviceOperand {
     op.scope = scope;
     op.scale_bound = bound;
   }
-  DeviceTensor codes, scales, amax_t;
+  GemmDeviceTensor codes, scales, amax_t;
   QuantizedOperand op;
 };
 
