@@ -33,7 +33,7 @@ if has build; then
 fi
 
 if has test; then
-  timeout 240 "$B/f46_tests" --gtest_brief=1 --gtest_filter="${F46_GTEST_FILTER:-*}" > "$OUT/ctest.log" 2>&1
+  timeout 240 stdbuf -oL "$B/f46_tests" --gtest_brief=1 --gtest_filter="${F46_GTEST_FILTER:-*}" > "$OUT/ctest.log" 2>&1
   note "f46_tests rc=$? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/ctest.log" | tr '\n' ' ')"
   grep -m10 -A6 "Failure" "$OUT/ctest.log" | head -60
 fi

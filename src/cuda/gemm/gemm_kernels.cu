@@ -2,7 +2,7 @@
 #include <algorithm>
 
 #include "common/numerics.h"
-#include "cuda_check.h"
+#include "cuda/common/cuda_check.h"
 #include "gemm_kernels.h"
 
 namespace f46::cuda::gemm_detail {
@@ -151,7 +151,7 @@ void launch_dequant_bf16(const DequantArgs& a, cudaStream_t stream) {
   const int64_t nblk = a.k / 16;
   const int threads = static_cast<int>(std::min<int64_t>(256, (nblk + 31) / 32 * 32));
   dequant_bf16_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(a);
-  F46_GEMM_CUDA_OK(cudaGetLastError());
+  F46_CHECK_CUDA(cudaGetLastError());
 }
 
 void launch_gemm_epilogue(const EpilogueArgs& a, cudaStream_t stream) {
@@ -161,7 +161,7 @@ void launch_gemm_epilogue(const EpilogueArgs& a, cudaStream_t stream) {
   const int64_t chunk = int64_t{kEpiThreads} * kEpiCols;
   const dim3 grid(static_cast<unsigned>(rows), static_cast<unsigned>((a.cols + chunk - 1) / chunk));
   gemm_epilogue_kernel<<<grid, kEpiThreads, 0, stream>>>(a);
-  F46_GEMM_CUDA_OK(cudaGetLastError());
+  F46_CHECK_CUDA(cudaGetLastError());
 }
 
 }  // namespace f46::cuda::gemm_detail

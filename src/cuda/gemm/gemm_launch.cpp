@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "backend.h"
-#include "cuda_check.h"
+#include "cuda/common/cuda_check.h"
 #include "gemm_kernels.h"
 #include "grouped_bf16_gemm.h"
 
@@ -24,8 +24,8 @@ using gemm_detail::GroupMode;
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device) {
-    F46_GEMM_CUDA_OK(cudaGetDevice(&prev_));
-    if (prev_ != device) F46_GEMM_CUDA_OK(cudaSetDevice(device));
+    F46_CHECK_CUDA(cudaGetDevice(&prev_));
+    if (prev_ != device) F46_CHECK_CUDA(cudaSetDevice(device));
   }
   ~DeviceGuard() {
     int cur = -1;
@@ -51,9 +51,9 @@ cudaMemPool_t scratch_pool(int device) {
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = device;
     cudaMemPool_t pool = nullptr;
-    F46_GEMM_CUDA_OK(cudaMemPoolCreate(&pool, &props));
+    F46_CHECK_CUDA(cudaMemPoolCreate(&pool, &props));
     uint64_t keep = UINT64_MAX;
-    F46_GEMM_CUDA_OK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+    F46_CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
     pools[device] = pool;
   }
   return pools[device];
@@ -72,7 +72,7 @@ class Scratch {
       base_ = static_cast<char*>(ctx.workspace);
     } else {
       void* p = nullptr;
-      F46_GEMM_CUDA_OK(
+      F46_CHECK_CUDA(
           cudaMallocFromPoolAsync(&p, static_cast<size_t>(bytes), scratch_pool(device), stream));
       base_ = static_cast<char*>(p);
       owned_ = true;
@@ -221,7 +221,7 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
     gemm_detail::run_grouped_bf16_gemm(p, buf.meta, buf.cutlass_ws, stream);
   } else {
     // Nothing to contract: the product is zero (N10); only the ends are needed.
-    F46_GEMM_CUDA_OK(cudaMemsetAsync(buf.d, 0, static_cast<size_t>(m * n8 * 4), stream));
+    F46_CHECK_CUDA(cudaMemsetAsync(buf.d, 0, static_cast<size_t>(m * n8 * 4), stream));
     gemm_detail::run_group_ends(p, buf.meta, stream);
   }
 
@@ -253,7 +253,7 @@ void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const 
   if (groups == 0) {  // no groups: every row is outside every group
     const int64_t m = out.size(0), n = out.size(1);
     if (m == 0 || n == 0) return;
-    F46_GEMM_CUDA_OK(cudaMemset2DAsync(out.data, out.strides[0] * dtype_size(out.dtype), 0,
+    F46_CHECK_CUDA(cudaMemset2DAsync(out.data, out.strides[0] * dtype_size(out.dtype), 0,
                                        n * dtype_size(out.dtype), m,
                                        static_cast<cudaStream_t>(ctx.cuda_stream)));
     return;

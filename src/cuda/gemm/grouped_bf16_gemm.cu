@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "common/numerics.h"
-#include "cuda_check.h"
+#include "cuda/common/cuda_check.h"
 #include "f46/error.h"
 #include "grouped_bf16_gemm.h"
 #include "grouped_bf16_gemm_meta.h"
@@ -87,7 +87,7 @@ int sm_count(int device) {
   std::lock_guard<std::mutex> lock(mu);
   if (device < 0 || device >= 64) return 0;
   if (counts[device] == 0) {
-    F46_GEMM_CUDA_OK(
+    F46_CHECK_CUDA(
         cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
   }
   return counts[device];
@@ -110,7 +110,7 @@ size_t grouped_cutlass_workspace_bytes() { return kCutlassWorkspace; }
 
 void run_group_ends(const GroupedProblem& p, void* meta, cudaStream_t stream) {
   prep_groups_kernel<<<1, 256, 0, stream>>>(p, carve_meta(meta, p.groups));
-  F46_GEMM_CUDA_OK(cudaGetLastError());
+  F46_CHECK_CUDA(cudaGetLastError());
 }
 
 void run_grouped_bf16_gemm(const GroupedProblem& p, void* meta, void* cutlass_ws,
@@ -120,7 +120,7 @@ void run_grouped_bf16_gemm(const GroupedProblem& p, void* meta, void* cutlass_ws
             "grouped GEMM: sizes must fit int32: limit=", p.limit, " n=", p.n, " k=", p.k);
   run_group_ends(p, meta, stream);
   int device = 0;
-  F46_GEMM_CUDA_OK(cudaGetDevice(&device));
+  F46_CHECK_CUDA(cudaGetDevice(&device));
   const Meta m = carve_meta(meta, p.groups);
   if (p.d_bf16) {
     launch_cutlass_grouped_bf16(m, p.groups, cutlass_ws, device, sm_count(device), stream);

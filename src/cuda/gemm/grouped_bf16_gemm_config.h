@@ -13,7 +13,7 @@
 #include <cutlass/gemm/kernel/gemm_universal.hpp>
 #include <type_traits>
 
-#include "cuda_check.h"
+#include "cuda/common/cuda_check.h"
 #include "f46/error.h"
 #include "grouped_bf16_gemm.h"
 #include "grouped_bf16_gemm_meta.h"
@@ -103,7 +103,7 @@ void launch_cutlass_grouped(const Meta& m, int groups, void* cutlass_ws, int dev
   st = gemm.run(stream);
   F46_CHECK(st == cutlass::Status::kSuccess,
             "grouped GEMM: CUTLASS run failed: ", cutlassGetStatusString(st));
-  F46_GEMM_CUDA_OK(cudaGetLastError());
+  F46_CHECK_CUDA(cudaGetLastError());
 }
 
 }  // namespace f46::cuda::gemm_detail
