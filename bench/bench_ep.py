@@ -11,13 +11,12 @@ import os
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 
+import f46  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from torch import nn  # noqa: E402
-
-import f46  # noqa: E402
 from f46.parallel import ExpertParallelMoE, shard_dense_parameters  # noqa: E402
+from torch import nn  # noqa: E402
 
 DIM, HIDDEN, EXPERTS, TOP_K, TOKENS = 7168, 2048, 32, 8, 8192  # DSv3-like, per rank
 
@@ -32,8 +31,9 @@ class BF16Experts(nn.Module):
 
     def forward(self, x, counts):
         offs = torch.cumsum(counts, 0).to(torch.int32)
-        h = F.silu(torch._grouped_mm(x, self.w1.transpose(-2, -1), offs)) * \
-            torch._grouped_mm(x, self.w3.transpose(-2, -1), offs)
+        h = F.silu(torch._grouped_mm(x, self.w1.transpose(-2, -1), offs)) * torch._grouped_mm(
+            x, self.w3.transpose(-2, -1), offs
+        )
         return torch._grouped_mm(h, self.w2.transpose(-2, -1), offs)
 
 
@@ -45,11 +45,16 @@ def main():
     el = EXPERTS // world
     for mode in ("bf16", "nvfp4-4/6"):
         torch.manual_seed(0)
-        experts = BF16Experts(el, HIDDEN, DIM, dev) if mode == "bf16" else \
-            f46.F46GroupedExperts(DIM, HIDDEN, el, f46.Recipe.four_over_six(), device=dev,
-                                  dtype=torch.bfloat16)
-        block = ExpertParallelMoE(DIM, EXPERTS, TOP_K, experts,
-                                  group=dist.group.WORLD if world > 1 else None).to(dev)
+        experts = (
+            BF16Experts(el, HIDDEN, DIM, dev)
+            if mode == "bf16"
+            else f46.F46GroupedExperts(
+                DIM, HIDDEN, el, f46.Recipe.four_over_six(), device=dev, dtype=torch.bfloat16
+            )
+        )
+        block = ExpertParallelMoE(
+            DIM, EXPERTS, TOP_K, experts, group=dist.group.WORLD if world > 1 else None
+        ).to(dev)
         if world > 1:
             shard_dense_parameters(block)
         x = torch.randn(TOKENS, DIM, device=dev, dtype=torch.bfloat16, requires_grad=True)
@@ -65,8 +70,10 @@ def main():
         torch.cuda.synchronize()
         tps = TOKENS * iters / (start.elapsed_time(end) / 1e3)
         if rank == 0:
-            print(f"world {world} | {mode:10s} | {tps:12.0f} tokens/s/GPU | "
-                  f"{tps * world:12.0f} tokens/s")
+            print(
+                f"world {world} | {mode:10s} | {tps:12.0f} tokens/s/GPU | "
+                f"{tps * world:12.0f} tokens/s"
+            )
     dist.destroy_process_group()
 
 

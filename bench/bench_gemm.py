@@ -61,10 +61,12 @@ def n_sets(bytes_per_set: int) -> int:
 def rand_q(shape, gen):
     """Random NVFP4 operand: every code nibble, E4M3 scale bytes in [0x30, 0x58]."""
     *lead, rows, k = shape
-    codes = torch.randint(0, 256, (*lead, rows, k // 2), dtype=torch.uint8, device="cuda",
-                          generator=gen)
-    scales = torch.randint(0x30, 0x59, (*lead, rows, k // 16), dtype=torch.uint8, device="cuda",
-                           generator=gen)
+    codes = torch.randint(
+        0, 256, (*lead, rows, k // 2), dtype=torch.uint8, device="cuda", generator=gen
+    )
+    scales = torch.randint(
+        0x30, 0x59, (*lead, rows, k // 16), dtype=torch.uint8, device="cuda", generator=gen
+    )
     return codes, scales
 
 
@@ -117,8 +119,19 @@ def bench_dense(gen) -> list[str]:
         flops = 2.0 * m * n * k
 
         def run_f46(i):
-            torch.ops.f46.gemm(qa[i][0], qa[i][1], am, "tensor", 256.0, qb[i][0], qb[i][1], bm,
-                               256.0, None, torch.bfloat16)
+            torch.ops.f46.gemm(
+                qa[i][0],
+                qa[i][1],
+                am,
+                "tensor",
+                256.0,
+                qb[i][0],
+                qb[i][1],
+                bm,
+                256.0,
+                None,
+                torch.bfloat16,
+            )
 
         def run_bf16(i):
             torch.matmul(xa[i], xb[i].t())
@@ -136,13 +149,15 @@ def bench_dense(gen) -> list[str]:
         name = f"M{m} K{k} N{n}"
         f46.append(row(name, t_f46, flops, t_bf16))
         sim.append(row(name, t_f46, flops, t_sim))
-        print(f"dense {name}: f46 {t_f46:.0f} us, bf16 {t_bf16:.0f} us, fp32-sim {t_sim:.0f} us",
-              flush=True)
+        print(
+            f"dense {name}: f46 {t_f46:.0f} us, bf16 {t_bf16:.0f} us, fp32-sim {t_sim:.0f} us",
+            flush=True,
+        )
         del qa, qb
         torch.cuda.empty_cache()
-    return (table("Dense: f46 NVFP4 vs torch.matmul BF16 (cuBLAS)", f46, "BF16")
-            + table("Dense: f46 NVFP4 vs FP32 simulation (dequantize + FP32 matmul)", sim,
-                    "FP32 sim"))
+    return table("Dense: f46 NVFP4 vs torch.matmul BF16 (cuBLAS)", f46, "BF16") + table(
+        "Dense: f46 NVFP4 vs FP32 simulation (dequantize + FP32 matmul)", sim, "FP32 sim"
+    )
 
 
 def bench_grouped(gen) -> list[str]:
@@ -158,9 +173,24 @@ def bench_grouped(gen) -> list[str]:
         # M-grouped: A (M, K), B (E, N, K) -> (M, N)
         qa, qb = rand_q((m, k), gen), rand_q((e, n, k), gen)
         xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
-        t_f46 = median_us(lambda i: torch.ops.f46.grouped_gemm_m(
-            qa[0], qa[1], am, "group", 256.0, qb[0], qb[1], bm, "group", 256.0, offs, None,
-            torch.bfloat16), 1)
+        t_f46 = median_us(
+            lambda i: torch.ops.f46.grouped_gemm_m(
+                qa[0],
+                qa[1],
+                am,
+                "group",
+                256.0,
+                qb[0],
+                qb[1],
+                bm,
+                "group",
+                256.0,
+                offs,
+                None,
+                torch.bfloat16,
+            ),
+            1,
+        )
         t_bf16 = median_us(lambda i: torch._grouped_mm(xa, xb.transpose(-2, -1), offs=offs), 1)
         mrows.append(row(label, t_f46, flops, t_bf16))
         print(f"M-grouped {label}: f46 {t_f46:.0f} us, bf16 {t_bf16:.0f} us", flush=True)
@@ -170,17 +200,31 @@ def bench_grouped(gen) -> list[str]:
         # K-grouped (wgrad): dY^T (N, T), X^T (K, T) -> (E, N, K)
         qy, qx = rand_q((n, m), gen), rand_q((k, m), gen)
         xy, xx = deq(*qy, torch.bfloat16), deq(*qx, torch.bfloat16)
-        t_f46 = median_us(lambda i: torch.ops.f46.grouped_gemm_k(
-            qy[0], qy[1], am, "group", 448.0, qx[0], qx[1], bm, "group", 448.0, offs,
-            torch.bfloat16), 1)
+        t_f46 = median_us(
+            lambda i: torch.ops.f46.grouped_gemm_k(
+                qy[0],
+                qy[1],
+                am,
+                "group",
+                448.0,
+                qx[0],
+                qx[1],
+                bm,
+                "group",
+                448.0,
+                offs,
+                torch.bfloat16,
+            ),
+            1,
+        )
         t_bf16 = median_us(lambda i: torch._grouped_mm(xy, xx.t(), offs=offs), 1)
         krows.append(row(label, t_f46, flops, t_bf16))
         print(f"K-grouped {label}: f46 {t_f46:.0f} us, bf16 {t_bf16:.0f} us", flush=True)
         del qy, qx, xy, xx
         torch.cuda.empty_cache()
-    return (table("M-grouped: f46 NVFP4 vs torch._grouped_mm BF16 (2D x 3D)", mrows, "BF16")
-            + table("K-grouped (wgrad): f46 NVFP4 vs torch._grouped_mm BF16 (2D x 2D)", krows,
-                    "BF16"))
+    return table("M-grouped: f46 NVFP4 vs torch._grouped_mm BF16 (2D x 3D)", mrows, "BF16") + table(
+        "K-grouped (wgrad): f46 NVFP4 vs torch._grouped_mm BF16 (2D x 2D)", krows, "BF16"
+    )
 
 
 def profile_and_sweep(gen) -> None:
@@ -192,12 +236,24 @@ def profile_and_sweep(gen) -> None:
     am = torch.tensor([3.0], device="cuda")
 
     def call():
-        return torch.ops.f46.gemm(qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], am, 256.0,
-                                  None, torch.bfloat16)
+        return torch.ops.f46.gemm(
+            qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], am, 256.0, None, torch.bfloat16
+        )
 
     def call_row():
-        return torch.ops.f46.gemm(qa[0], qa[1], am.expand(m).contiguous(), "row", 256.0, qb[0],
-                                  qb[1], am, 256.0, None, torch.bfloat16)
+        return torch.ops.f46.gemm(
+            qa[0],
+            qa[1],
+            am.expand(m).contiguous(),
+            "row",
+            256.0,
+            qb[0],
+            qb[1],
+            am,
+            256.0,
+            None,
+            torch.bfloat16,
+        )
 
     for name, fn in (("fused (tensor scope)", call), ("unfused (row scope)", call_row)):
         fn()
@@ -207,15 +263,21 @@ def profile_and_sweep(gen) -> None:
                 fn()
             torch.cuda.synchronize()
         print(f"--- profile dense 8192^3, {name}, 3 calls")
-        print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=8,
-                                        max_name_column_width=60))
+        print(
+            prof.key_averages().table(
+                sort_by="cuda_time_total", row_limit=8, max_name_column_width=60
+            )
+        )
     flops = 2.0 * m * n * k
     for sw in ("1", "2", "4", "8"):
         for ra in ("m", "n"):
             os.environ["F46_GEMM_SWIZZLE"], os.environ["F46_GEMM_RASTER"] = sw, ra
             t = median_us(lambda i: call(), 1)
-            print(f"sweep dense 8192^3 swizzle {sw} raster {ra}: {t:.0f} us "
-                  f"{flops / t / 1e6:.0f} TFLOP/s", flush=True)
+            print(
+                f"sweep dense 8192^3 swizzle {sw} raster {ra}: {t:.0f} us "
+                f"{flops / t / 1e6:.0f} TFLOP/s",
+                flush=True,
+            )
     os.environ.pop("F46_GEMM_SWIZZLE")
     os.environ.pop("F46_GEMM_RASTER")
 

@@ -38,8 +38,9 @@ def routing(e: int, tokens: int, gen: torch.Generator) -> torch.Tensor:
 
 
 def bf16_layer(x, w1, w3, w2, offs):
-    h = F.silu(torch._grouped_mm(x, w1.transpose(-2, -1), offs)) * \
-        torch._grouped_mm(x, w3.transpose(-2, -1), offs)
+    h = F.silu(torch._grouped_mm(x, w1.transpose(-2, -1), offs)) * torch._grouped_mm(
+        x, w3.transpose(-2, -1), offs
+    )
     return torch._grouped_mm(h, w2.transpose(-2, -1), offs)
 
 
@@ -80,8 +81,8 @@ def main() -> None:
         print(f"| {label} | bf16 | {base:8.2f} | {flops / base / 1e9:6.1f} | 1.000 |")
         for mode in ("quantized", "dequantized"):
             layer = f46.F46GroupedExperts.from_bf16(
-                w1.detach(), w2.detach(), w3.detach(),
-                f46.Recipe(backward_override=mode))
+                w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
+            )
             layer.to(dev)
 
             def run_f46():
@@ -89,8 +90,10 @@ def main() -> None:
 
             ms = median_ms(run_f46)
             ratios[mode].append(base / ms)
-            print(f"| {label} | f46 4/6, {mode} bwd | {ms:8.2f} | {flops / ms / 1e9:6.1f} | "
-                  f"{base / ms:.3f} |")
+            print(
+                f"| {label} | f46 4/6, {mode} bwd | {ms:8.2f} | {flops / ms / 1e9:6.1f} | "
+                f"{base / ms:.3f} |"
+            )
             del layer
         del x, gy, w1, w2, w3
         torch.cuda.empty_cache()

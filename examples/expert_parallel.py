@@ -13,10 +13,9 @@ import os
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 
+import f46  # noqa: E402
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-
-import f46  # noqa: E402
 from f46.parallel import ExpertParallelMoE, shard_dense_parameters  # noqa: E402
 
 
@@ -33,21 +32,26 @@ def main() -> None:
 
     dist.init_process_group(args.backend)
     rank, world = dist.get_rank(), dist.get_world_size()
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) \
-        if args.backend == "nccl" else torch.device("cpu")
+    device = (
+        torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+        if args.backend == "nccl"
+        else torch.device("cpu")
+    )
     if device.type == "cuda":
         torch.cuda.set_device(device)
     torch.manual_seed(0)  # same init on every rank; each keeps its own experts
     recipe = f46.Recipe.four_over_six()
     el = args.experts // world
-    experts = f46.F46GroupedExperts(args.dim, args.hidden, el, recipe, device=device,
-                                    dtype=torch.bfloat16)
-    block = ExpertParallelMoE(args.dim, args.experts, args.top_k, experts,
-                              group=dist.group.WORLD).to(device)
+    experts = f46.F46GroupedExperts(
+        args.dim, args.hidden, el, recipe, device=device, dtype=torch.bfloat16
+    )
+    block = ExpertParallelMoE(
+        args.dim, args.experts, args.top_k, experts, group=dist.group.WORLD
+    ).to(device)
     shard_dense_parameters(block)
     opt = torch.optim.AdamW(block.parameters(), lr=1e-3)
     torch.manual_seed(100 + rank)  # each rank's own data
-    target = torch.randn(args.dim, args.dim, device=device) / args.dim ** 0.5
+    target = torch.randn(args.dim, args.dim, device=device) / args.dim**0.5
     for step in range(args.steps):
         x = torch.randn(args.tokens, args.dim, device=device, dtype=torch.bfloat16)
         y = block(x)

@@ -57,7 +57,10 @@ def four_over_six_quantize(
         raise ValueError(f"x must be 2-D (R, C), got shape {tuple(x.shape)}")
     amax = ops.amax(x) if global_amax is None else global_amax.reshape(1).float()
     c, s, _, _ = ops.quantize(
-        x.contiguous(), amax, rule=err_mode, scale_bound=float(e4m3_scale_bound),
+        x.contiguous(),
+        amax,
+        rule=err_mode,
+        scale_bound=float(e4m3_scale_bound),
         block=_block(block),
     )
     return QuantizedTensor(c, s, amax, "tensor", float(e4m3_scale_bound))
@@ -67,11 +70,23 @@ def four_over_six_dequantize(q: QuantizedTensor, dtype: torch.dtype = torch.bflo
     return q.dequantize(dtype)
 
 
-def four_over_six_linear(x, w, bias=None, *, err_mode="mae", e4m3_scale_bound=256.0,
-                         weight_block=16, row_scaled_activation=False, backward_override=None):
+def four_over_six_linear(
+    x,
+    w,
+    bias=None,
+    *,
+    err_mode="mae",
+    e4m3_scale_bound=256.0,
+    weight_block=16,
+    row_scaled_activation=False,
+    backward_override=None,
+):
     r = Recipe(
-        err_mode=err_mode, scale_bound=e4m3_scale_bound, weight_block=_block(weight_block),
-        row_scaled_activation=row_scaled_activation, backward_override=backward_override,
+        err_mode=err_mode,
+        scale_bound=e4m3_scale_bound,
+        weight_block=_block(weight_block),
+        row_scaled_activation=row_scaled_activation,
+        backward_override=backward_override,
     )
     return linear(x, w, bias, r)
 
@@ -98,8 +113,11 @@ def four_over_six_grouped_mm(
     if B.dim() != 3:
         raise ValueError(f"B must be 3-D (E, K, N), got shape {tuple(B.shape)}")
     r = Recipe(
-        err_mode=err_mode, scale_bound=e4m3_scale_bound, weight_block=_block(weight_block),
-        row_scaled_activation=row_scaled_activation, backward_override=backward_override,
+        err_mode=err_mode,
+        scale_bound=e4m3_scale_bound,
+        weight_block=_block(weight_block),
+        row_scaled_activation=row_scaled_activation,
+        backward_override=backward_override,
         pad_token_groups=128 if pad_token_groups_for_grouped_mm else None,
     )
     return grouped_mm(A, B.transpose(-2, -1), offs, bias, r)

@@ -81,8 +81,9 @@ def grouped_mm_k_bf16(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> t
     # empty groups are zero matrices (N11), whatever the backend leaves there
     o = offs.to(torch.int64)
     nonempty = (o - F.pad(o[:-1], (1, 0))) > 0  # (E)
-    return torch.where(nonempty[:, None, None], out, torch.zeros((), dtype=out.dtype,
-                                                                 device=out.device))
+    return torch.where(
+        nonempty[:, None, None], out, torch.zeros((), dtype=out.dtype, device=out.device)
+    )
 
 
 def _group_bias_grad(dy: torch.Tensor, offs: torch.Tensor, e: int) -> torch.Tensor:
@@ -123,9 +124,17 @@ def _quantize_x(x2: torch.Tensor, recipe: Recipe, columnwise: bool):
 
 def _linear_gemm(xc, xs, x_amax, scope, qw: QuantizedWeight, bias, recipe, dtype):
     y = ops.gemm(
-        xc, xs, x_amax, qw.codes, qw.scales, qw.amax,
-        a_scope=scope, a_bound=recipe.scale_bound, b_bound=qw.scale_bound,
-        bias=bias_for_gemm(bias), out_dtype=gemm_out_dtype(dtype),
+        xc,
+        xs,
+        x_amax,
+        qw.codes,
+        qw.scales,
+        qw.amax,
+        a_scope=scope,
+        a_bound=recipe.scale_bound,
+        b_bound=qw.scale_bound,
+        bias=bias_for_gemm(bias),
+        out_dtype=gemm_out_dtype(dtype),
     )  # (M, N), N10
     return _cast(y, dtype)
 
@@ -171,7 +180,11 @@ class _Linear(torch.autograd.Function):
             else:
                 xc, xs, x_amax, wc, ws, w_amax = ctx.saved_tensors
                 x2 = ops.dequantize(
-                    xc, xs, x_amax, scope=ctx.scope, scale_bound=recipe.scale_bound,
+                    xc,
+                    xs,
+                    x_amax,
+                    scope=ctx.scope,
+                    scale_bound=recipe.scale_bound,
                     dtype=torch.bfloat16,
                 )
                 w = ops.dequantize(
@@ -190,19 +203,36 @@ class _Linear(torch.autograd.Function):
             g_amax = ops.amax(dyp)  # (1); zero padding rows do not change it
             g_amax_t = ops.amax(dyp, rht_columns=True) if (recipe.wgrad_rht and need_dw) else g_amax
             gc, gs, gct, gst = quantize_gradient(
-                dyp, g_amax, recipe, ctx.sr_offset, rowwise=need_dx, columnwise=need_dw,
+                dyp,
+                g_amax,
+                recipe,
+                ctx.sr_offset,
+                rowwise=need_dx,
+                columnwise=need_dw,
                 amax_columnwise=g_amax_t,
             )
             if need_dx:
                 dx = ops.gemm(
-                    gc[:m], gs[:m], g_amax, wct, wst, w_amax,
-                    a_bound=GRAD_SCALE_BOUND, b_bound=recipe.scale_bound,
+                    gc[:m],
+                    gs[:m],
+                    g_amax,
+                    wct,
+                    wst,
+                    w_amax,
+                    a_bound=GRAD_SCALE_BOUND,
+                    b_bound=recipe.scale_bound,
                     out_dtype=gemm_out_dtype(ctx.x_dtype),
                 ).to(ctx.x_dtype)  # (M, K)
             if need_dw:
                 dw = ops.gemm(
-                    gct, gst, g_amax_t, ct, st, amax_t,
-                    a_bound=GRAD_SCALE_BOUND, b_bound=recipe.scale_bound,
+                    gct,
+                    gst,
+                    g_amax_t,
+                    ct,
+                    st,
+                    amax_t,
+                    a_bound=GRAD_SCALE_BOUND,
+                    b_bound=recipe.scale_bound,
                     out_dtype=gemm_out_dtype(ctx.w_dtype),
                 ).to(ctx.w_dtype)  # (N, K)
         if need_db:
@@ -269,7 +299,9 @@ def _linear_prequantized(x, qw: QuantizedWeight, bias, recipe):
     if torch.is_grad_enabled() and x.requires_grad:
         raise ValueError("a prequantized weight is for inference: x must not require grad")
     if (qw.scale_bound, qw.block, qw.err_mode) != (
-        recipe.scale_bound, recipe.weight_block, recipe.err_mode
+        recipe.scale_bound,
+        recipe.weight_block,
+        recipe.err_mode,
     ):
         raise ValueError("QuantizedWeight was made with another recipe than the one passed")
     lead = x.shape[:-1]
@@ -280,6 +312,7 @@ def _linear_prequantized(x, qw: QuantizedWeight, bias, recipe):
     xc, xs, x_amax, scope, _ = _quantize_x(x2, recipe, False)
     return _linear_gemm(xc, xs, x_amax, scope, qw, bias, recipe, x2.dtype).reshape(*lead, n)
 
+
 # ---- grouped GEMM (N11, N12) ---------------------------------------------------------------
 def _quantize_a_grouped(a, offs, recipe):
     """A (M, K): 1x16 4/6 with a per-group (N2) or per-row amax."""
@@ -287,17 +320,32 @@ def _quantize_a_grouped(a, offs, recipe):
     goffs = offs if scope == "group" else None
     amax = ops.amax(a, scope=scope, offsets=goffs)  # (E) | (M)
     c, s, _, _ = ops.quantize(
-        a, amax, offsets=goffs, scope=scope, rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound, block=1,
+        a,
+        amax,
+        offsets=goffs,
+        scope=scope,
+        rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound,
+        block=1,
     )
     return c, s, amax, scope
 
 
 def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recipe, dtype):
     y = ops.grouped_gemm_m(
-        ac, as_, a_amax, qw.codes, qw.scales, qw.amax, offs,
-        a_scope=scope, b_scope="group", a_bound=recipe.scale_bound, b_bound=qw.scale_bound,
-        bias=bias_for_gemm(bias), out_dtype=gemm_out_dtype(dtype),
+        ac,
+        as_,
+        a_amax,
+        qw.codes,
+        qw.scales,
+        qw.amax,
+        offs,
+        a_scope=scope,
+        b_scope="group",
+        a_bound=recipe.scale_bound,
+        b_bound=qw.scale_bound,
+        bias=bias_for_gemm(bias),
+        out_dtype=gemm_out_dtype(dtype),
     )  # (M, N); rows past offs[E-1] are zero
     return _cast(y, dtype)
 
@@ -330,9 +378,17 @@ class _GroupedMM(torch.autograd.Function):
                 if recipe.wgrad_rht:  # N7: the amax of an RHT operand is taken after the RHT
                     amax_t = ops.amax(a16, scope="group", offsets=poffs, rht_columns=True)
                 _, _, xct, xst = ops.quantize(
-                    a16, a_amax, offsets=poffs, scope="group", rule=recipe.err_mode,
-                    scale_bound=recipe.scale_bound, block=1, rht_columnwise=recipe.wgrad_rht,
-                    rowwise=False, columnwise=True, amax_columnwise=amax_t,
+                    a16,
+                    a_amax,
+                    offsets=poffs,
+                    scope="group",
+                    rule=recipe.err_mode,
+                    scale_bound=recipe.scale_bound,
+                    block=1,
+                    rht_columnwise=recipe.wgrad_rht,
+                    rowwise=False,
+                    columnwise=True,
+                    amax_columnwise=amax_t,
                 )  # (K, P/2), (K, P/16)
             wct = qw.codes_t if qw.codes_t is not None else empty
             wst = qw.scales_t if qw.scales_t is not None else empty
@@ -352,12 +408,24 @@ class _GroupedMM(torch.autograd.Function):
                 ac, as_, a_amax, wc, ws, w_amax, offs = ctx.saved_tensors
                 goffs = offs if ctx.scope == "group" else None
                 a = ops.dequantize(
-                    ac, as_, a_amax, offsets=goffs, scope=ctx.scope,
-                    scale_bound=recipe.scale_bound, dtype=torch.bfloat16,
+                    ac,
+                    as_,
+                    a_amax,
+                    offsets=goffs,
+                    scope=ctx.scope,
+                    scale_bound=recipe.scale_bound,
+                    dtype=torch.bfloat16,
                 )  # (M, K)
                 b = QuantizedWeight(
-                    wc, ws, w_amax, None, None, recipe.scale_bound, recipe.weight_block,
-                    recipe.err_mode, True,
+                    wc,
+                    ws,
+                    w_amax,
+                    None,
+                    None,
+                    recipe.scale_bound,
+                    recipe.weight_block,
+                    recipe.err_mode,
+                    True,
                 ).dequantize(torch.bfloat16)  # (E, N, K)
             if need_da:
                 da = grouped_mm_m_bf16(dy, b, offs).to(ctx.a_dtype)  # (M, K)
@@ -371,9 +439,18 @@ class _GroupedMM(torch.autograd.Function):
                     dy, g_amax, recipe, ctx.sr_offset, scope="group", offsets=offs
                 )
                 da = ops.grouped_gemm_m(
-                    gc, gs, g_amax, wct, wst, w_amax, offs,
-                    a_scope="group", b_scope="group", a_bound=GRAD_SCALE_BOUND,
-                    b_bound=recipe.scale_bound, out_dtype=gemm_out_dtype(ctx.a_dtype),
+                    gc,
+                    gs,
+                    g_amax,
+                    wct,
+                    wst,
+                    w_amax,
+                    offs,
+                    a_scope="group",
+                    b_scope="group",
+                    a_bound=GRAD_SCALE_BOUND,
+                    b_bound=recipe.scale_bound,
+                    out_dtype=gemm_out_dtype(ctx.a_dtype),
                 ).to(ctx.a_dtype)  # (M, K)
             if need_db:
                 dy16, _ = ops.pad_token_groups(dy, offs, 16)  # (P, N), same padded offsets
@@ -381,13 +458,29 @@ class _GroupedMM(torch.autograd.Function):
                 if recipe.wgrad_rht:
                     g_amax_t = ops.amax(dy16, scope="group", offsets=poffs, rht_columns=True)
                 _, _, gct, gst = quantize_gradient(
-                    dy16, g_amax, recipe, ctx.sr_offset, scope="group", offsets=poffs,
-                    rowwise=False, columnwise=True, amax_columnwise=g_amax_t,
+                    dy16,
+                    g_amax,
+                    recipe,
+                    ctx.sr_offset,
+                    scope="group",
+                    offsets=poffs,
+                    rowwise=False,
+                    columnwise=True,
+                    amax_columnwise=g_amax_t,
                 )  # (N, P/2)
                 db = ops.grouped_gemm_k(
-                    gct, gst, g_amax_t, xct, xst, amax_t, poffs,
-                    a_scope="group", b_scope="group", a_bound=GRAD_SCALE_BOUND,
-                    b_bound=recipe.scale_bound, out_dtype=gemm_out_dtype(ctx.b_dtype),
+                    gct,
+                    gst,
+                    g_amax_t,
+                    xct,
+                    xst,
+                    amax_t,
+                    poffs,
+                    a_scope="group",
+                    b_scope="group",
+                    a_bound=GRAD_SCALE_BOUND,
+                    b_bound=recipe.scale_bound,
+                    out_dtype=gemm_out_dtype(ctx.b_dtype),
                 ).to(ctx.b_dtype)  # (E, N, K)
         if need_bias:
             offs = ctx.saved_tensors[-1] if mode != "high_precision" else ctx.saved_tensors[2]

@@ -50,8 +50,12 @@ class F46Linear(nn.Module):
     @classmethod
     def from_linear(cls, lin: nn.Linear, recipe: Optional[Recipe] = None) -> "F46Linear":
         m = cls(
-            lin.in_features, lin.out_features, lin.bias is not None, recipe,
-            device=lin.weight.device, dtype=lin.weight.dtype,
+            lin.in_features,
+            lin.out_features,
+            lin.bias is not None,
+            recipe,
+            device=lin.weight.device,
+            dtype=lin.weight.dtype,
         )
         with torch.no_grad():
             m.weight.copy_(lin.weight)

@@ -54,8 +54,21 @@ def quantize(
     outputs not asked for (rowwise / columnwise False) are empty (0,) tensors.
     """
     return _ops.quantize(
-        x, amax, offsets, scope, rule, float(scale_bound), int(block), gradient, stochastic,
-        int(seed), int(offset), rht_rowwise, rht_columnwise, rowwise, columnwise,
+        x,
+        amax,
+        offsets,
+        scope,
+        rule,
+        float(scale_bound),
+        int(block),
+        gradient,
+        stochastic,
+        int(seed),
+        int(offset),
+        rht_rowwise,
+        rht_columnwise,
+        rowwise,
+        columnwise,
         amax_columnwise,
     )
 
@@ -113,8 +126,17 @@ def gemm(
     b_codes (N, K/2), b_scales (N, K/16), b_amax (1). out_dtype: bf16 or fp32.
     """
     return _ops.gemm(
-        a_codes, a_scales, a_amax, a_scope, float(a_bound), b_codes, b_scales, b_amax,
-        float(b_bound), bias, out_dtype,
+        a_codes,
+        a_scales,
+        a_amax,
+        a_scope,
+        float(a_bound),
+        b_codes,
+        b_scales,
+        b_amax,
+        float(b_bound),
+        bias,
+        out_dtype,
     )
 
 
@@ -142,8 +164,19 @@ def grouped_gemm_m(
     Returns (M, N); rows past offs[E-1] are zeros.
     """
     return _ops.grouped_gemm_m(
-        a_codes, a_scales, a_amax, a_scope, float(a_bound), b_codes, b_scales, b_amax, b_scope,
-        float(b_bound), offs, bias, out_dtype,
+        a_codes,
+        a_scales,
+        a_amax,
+        a_scope,
+        float(a_bound),
+        b_codes,
+        b_scales,
+        b_amax,
+        b_scope,
+        float(b_bound),
+        offs,
+        bias,
+        out_dtype,
     )
 
 
@@ -170,8 +203,18 @@ def grouped_gemm_k(
     gives zeros.
     """
     return _ops.grouped_gemm_k(
-        a_codes, a_scales, a_amax, a_scope, float(a_bound), b_codes, b_scales, b_amax, b_scope,
-        float(b_bound), offs, out_dtype,
+        a_codes,
+        a_scales,
+        a_amax,
+        a_scope,
+        float(a_bound),
+        b_codes,
+        b_scales,
+        b_amax,
+        b_scope,
+        float(b_bound),
+        offs,
+        out_dtype,
     )
 
 

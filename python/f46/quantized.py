@@ -137,8 +137,16 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
             columnwise=columnwise,
         )
         return QuantizedWeight(
-            c, s, amax, ct if columnwise else None, st if columnwise else None,
-            recipe.scale_bound, block, recipe.err_mode, False, weight_key(w, recipe, columnwise),
+            c,
+            s,
+            amax,
+            ct if columnwise else None,
+            st if columnwise else None,
+            recipe.scale_bound,
+            block,
+            recipe.err_mode,
+            False,
+            weight_key(w, recipe, columnwise),
         )
     if w.dim() != 3:
         raise ValueError(f"weight must be 2-D (N, K) or 3-D (E, N, K), got shape {tuple(w.shape)}")
@@ -166,7 +174,15 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     else:
         ct = st = None
     return QuantizedWeight(
-        c, s, amax, ct, st, recipe.scale_bound, block, recipe.err_mode, True,
+        c,
+        s,
+        amax,
+        ct,
+        st,
+        recipe.scale_bound,
+        block,
+        recipe.err_mode,
+        True,
         weight_key(w, recipe, columnwise),
     )
 

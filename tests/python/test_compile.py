@@ -9,10 +9,9 @@ case also runs through inductor. On CUDA the default (inductor) backend is used.
 
 import os
 
+import f46
 import pytest
 import torch
-
-import f46
 
 MODES = ["high_precision", "dequantized", "quantized"]
 
@@ -43,8 +42,7 @@ def _fresh_dynamo():
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 def test_linear_compile_equals_eager(device, mode, weight_block):
-    r = f46.Recipe(backward_override=mode, weight_block=weight_block,
-                   wgrad_rht=mode == "quantized")
+    r = f46.Recipe(backward_override=mode, weight_block=weight_block, wgrad_rht=mode == "quantized")
     g = torch.Generator().manual_seed(0)
     x = torch.randn(2, 20, 64, generator=g).bfloat16().to(device)
     w = (torch.randn(32, 64, generator=g) * 0.1).bfloat16().to(device)
@@ -55,8 +53,9 @@ def test_linear_compile_equals_eager(device, mode, weight_block):
         return f46.linear(x, w, b, r)
 
     eager = fwd_bwd(fn, [x, w, b], dy)
-    compiled = fwd_bwd(torch.compile(fn, fullgraph=True, backend=backend_for(device)),
-                       [x, w, b], dy)
+    compiled = fwd_bwd(
+        torch.compile(fn, fullgraph=True, backend=backend_for(device)), [x, w, b], dy
+    )
     for e, c in zip(eager, compiled):
         bitwise(c, e)
 
@@ -64,8 +63,12 @@ def test_linear_compile_equals_eager(device, mode, weight_block):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("weight_block", [1, 16])
 def test_grouped_compile_equals_eager(device, mode, weight_block):
-    r = f46.Recipe(backward_override=mode, weight_block=weight_block, pad_token_groups=16,
-                   row_scaled_activation=mode == "dequantized")
+    r = f46.Recipe(
+        backward_override=mode,
+        weight_block=weight_block,
+        pad_token_groups=16,
+        row_scaled_activation=mode == "dequantized",
+    )
     g = torch.Generator().manual_seed(1)
     a = torch.randn(37, 64, generator=g).bfloat16().to(device)
     bw = (torch.randn(3, 32, 64, generator=g) * 0.1).bfloat16().to(device)
@@ -76,8 +79,9 @@ def test_grouped_compile_equals_eager(device, mode, weight_block):
         return f46.grouped_mm(a, bw, offs, recipe=r)
 
     eager = fwd_bwd(fn, [a, bw, offs], dy)
-    compiled = fwd_bwd(torch.compile(fn, fullgraph=True, backend=backend_for(device)),
-                       [a, bw, offs], dy)
+    compiled = fwd_bwd(
+        torch.compile(fn, fullgraph=True, backend=backend_for(device)), [a, bw, offs], dy
+    )
     for e, c in zip(eager, compiled):
         bitwise(c, e)
 

@@ -14,12 +14,11 @@ import os
 import socket
 import traceback
 
+import f46
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-
-import f46
 from f46.parallel import ExpertParallelMoE, shard_dense_parameters
 
 DIM, HIDDEN, EXPERTS, TOP_K = 32, 64, 4, 2
@@ -44,8 +43,9 @@ def _build(world: int, recipe, group):
     el = EXPERTS // world
     rank = dist.get_rank()
     sl = slice(rank * el, (rank + 1) * el)
-    local = f46.F46GroupedExperts.from_bf16(full.w1.detach()[sl], full.w2.detach()[sl],
-                                            full.w3.detach()[sl], recipe)
+    local = f46.F46GroupedExperts.from_bf16(
+        full.w1.detach()[sl], full.w2.detach()[sl], full.w3.detach()[sl], recipe
+    )
     ep = ExpertParallelMoE(DIM, EXPERTS, TOP_K, local, group=group)
     ep.router.load_state_dict(ref.router.state_dict())
     shard_dense_parameters(ep)
@@ -71,8 +71,9 @@ def _case(rank: int, world: int, tokens: list[int], forced_experts: bool, mode: 
             routes.append((e, w))
         else:
             routes.append(ref.route(c))
-    y_ref = ref.combine_routed(x_all, torch.cat([r[0] for r in routes]),
-                               torch.cat([r[1] for r in routes]))
+    y_ref = ref.combine_routed(
+        x_all, torch.cat([r[0] for r in routes]), torch.cat([r[1] for r in routes])
+    )
     (y_ref.float() * torch.cat(gs).float()).sum().backward()
 
     # Expert-parallel block on this rank's tokens.
@@ -114,8 +115,13 @@ def _worker(rank, world, port, args, errors):
 def _spawn(world: int, *args):
     ctx = mp.get_context("spawn")
     errors = ctx.SimpleQueue()
-    mp.start_processes(_worker, args=(world, _free_port(), args, errors), nprocs=world,
-                       join=True, start_method="spawn")
+    mp.start_processes(
+        _worker,
+        args=(world, _free_port(), args, errors),
+        nprocs=world,
+        join=True,
+        start_method="spawn",
+    )
     msgs = []
     while not errors.empty():
         msgs.append(errors.get())

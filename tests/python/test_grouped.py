@@ -5,11 +5,10 @@ so a wrong group split, amax expansion, padding or operand layout in grouped_mm 
 a mismatch. Numbers: docs/numerics.md N2 (per-group amax), N10-N12.
 """
 
+import f46
 import pytest
 import torch
 import torch.nn.functional as F
-
-import f46
 from f46 import ops
 from f46.quantized import quantize_gradient, quantize_weight
 
@@ -100,8 +99,9 @@ def manual_backward(a, b, offs, dy, recipe, mode):
             if mode == "dequantized":
                 scope = "row" if recipe.row_scaled_activation else "tensor"
                 am = ops.amax(ag, scope=scope)
-                c, s, _, _ = ops.quantize(ag, am, scope=scope, rule=recipe.err_mode,
-                                          scale_bound=recipe.scale_bound)
+                c, s, _, _ = ops.quantize(
+                    ag, am, scope=scope, rule=recipe.err_mode, scale_bound=recipe.scale_bound
+                )
                 ag = ops.dequantize(c, s, am, scope=scope, scale_bound=recipe.scale_bound)
                 bg = quantize_weight(b[g], recipe).dequantize()
             da[lo:hi] = (dyg @ bg).to(a.dtype)
@@ -110,20 +110,45 @@ def manual_backward(a, b, offs, dy, recipe, mode):
         qw = quantize_weight(b[g], recipe, columnwise=True)  # (K, N/2) columnwise W
         gam = ops.amax(dyg)
         gc, gs, _, _ = quantize_gradient(dyg, gam, recipe, 0)
-        da[lo:hi] = ops.gemm(gc, gs, gam, qw.codes_t, qw.scales_t, qw.amax, a_bound=448.0,
-                             b_bound=recipe.scale_bound, out_dtype=a.dtype)
+        da[lo:hi] = ops.gemm(
+            gc,
+            gs,
+            gam,
+            qw.codes_t,
+            qw.scales_t,
+            qw.amax,
+            a_bound=448.0,
+            b_bound=recipe.scale_bound,
+            out_dtype=a.dtype,
+        )
         p = (hi - lo + 15) // 16 * 16 - (hi - lo)
         ap, dyp = F.pad(ag, (0, 0, 0, p)), F.pad(dyg, (0, 0, 0, p))  # tokens to 16
         xam = ops.amax(ap, rht_columns=True) if recipe.wgrad_rht else ops.amax(ap)
-        _, _, xct, xst = ops.quantize(ap, ops.amax(ap), rule=recipe.err_mode,
-                                      scale_bound=recipe.scale_bound, rowwise=False,
-                                      columnwise=True, rht_columnwise=recipe.wgrad_rht,
-                                      amax_columnwise=xam)
+        _, _, xct, xst = ops.quantize(
+            ap,
+            ops.amax(ap),
+            rule=recipe.err_mode,
+            scale_bound=recipe.scale_bound,
+            rowwise=False,
+            columnwise=True,
+            rht_columnwise=recipe.wgrad_rht,
+            amax_columnwise=xam,
+        )
         gam_t = ops.amax(dyp, rht_columns=True) if recipe.wgrad_rht else gam
-        _, _, gct, gst = quantize_gradient(dyp, gam, recipe, 0, rowwise=False, columnwise=True,
-                                           amax_columnwise=gam_t)
-        db[g] = ops.gemm(gct, gst, gam_t, xct, xst, xam, a_bound=448.0,
-                         b_bound=recipe.scale_bound, out_dtype=b.dtype)
+        _, _, gct, gst = quantize_gradient(
+            dyp, gam, recipe, 0, rowwise=False, columnwise=True, amax_columnwise=gam_t
+        )
+        db[g] = ops.gemm(
+            gct,
+            gst,
+            gam_t,
+            xct,
+            xst,
+            xam,
+            a_bound=448.0,
+            b_bound=recipe.scale_bound,
+            out_dtype=b.dtype,
+        )
     return da, db
 
 
@@ -240,8 +265,13 @@ def test_dequantized_backward_unaligned_with_padding(device):
 
 def test_rl_recipe_point(device):
     """Row-scaled + mse + bound 256 + 1x16 weights + dequantized backward (RL consistency)."""
-    r = f46.Recipe(row_scaled_activation=True, err_mode="mse", scale_bound=256.0,
-                   weight_block=1, backward_override="dequantized")
+    r = f46.Recipe(
+        row_scaled_activation=True,
+        err_mode="mse",
+        scale_bound=256.0,
+        weight_block=1,
+        backward_override="dequantized",
+    )
     a, b, offs = make(device, [9, 30, 0, 12], extra_rows=3, n=24)
     dy = torch.randn(a.shape[0], b.shape[1]).to(torch.bfloat16).to(device)
     y, da, db, _ = run_grouped(a, b, offs, r, dy)
@@ -262,8 +292,9 @@ def test_empty_groups_zero_tokens_short_offsets(device, mode):
     # zero tokens
     a0 = torch.zeros(0, 64, dtype=torch.bfloat16, device=device)
     offs0 = torch.zeros(3, dtype=torch.int32, device=device)
-    y, da, db, _ = run_grouped(a0, b, offs0, r, torch.zeros(0, 32, dtype=torch.bfloat16,
-                                                            device=device))
+    y, da, db, _ = run_grouped(
+        a0, b, offs0, r, torch.zeros(0, 32, dtype=torch.bfloat16, device=device)
+    )
     assert y.shape == (0, 32) and da.shape == (0, 64) and not db.any()
 
 
@@ -274,8 +305,7 @@ def test_prequantized_equals_differentiable(device, weight_block):
     qw = f46.quantize_weight(b, r)
     with torch.no_grad():
         bitwise(f46.grouped_mm(a, qw, offs, recipe=r), f46.grouped_mm(a, b, offs, recipe=r))
-    bitwise(qw.dequantize(), torch.stack([quantize_weight(b[g], r).dequantize()
-                                          for g in range(3)]))
+    bitwise(qw.dequantize(), torch.stack([quantize_weight(b[g], r).dequantize() for g in range(3)]))
 
 
 def test_nan_stays_in_its_group(device):

@@ -4,11 +4,10 @@ References are composed from f46 ops on the documented operands (bitwise) or fro
 matmuls (bitwise on the CPU). Numbers: docs/numerics.md N2-N10.
 """
 
+import f46
 import pytest
 import torch
 import torch.nn.functional as F
-
-import f46
 from f46 import ops
 from f46.quantized import quantize_gradient, quantize_weight
 
@@ -38,8 +37,19 @@ def manual_forward(x, w, bias, r):
     am = ops.amax(x, scope=scope)
     c, s, _, _ = ops.quantize(x, am, scope=scope, rule=r.err_mode, scale_bound=r.scale_bound)
     qw = quantize_weight(w, r)
-    return ops.gemm(c, s, am, qw.codes, qw.scales, qw.amax, a_scope=scope, a_bound=r.scale_bound,
-                    b_bound=r.scale_bound, bias=bias, out_dtype=x.dtype)
+    return ops.gemm(
+        c,
+        s,
+        am,
+        qw.codes,
+        qw.scales,
+        qw.amax,
+        a_scope=scope,
+        a_bound=r.scale_bound,
+        b_bound=r.scale_bound,
+        bias=bias,
+        out_dtype=x.dtype,
+    )
 
 
 def run(x, w, bias, r, dy):
@@ -61,7 +71,7 @@ def test_forward_equals_manual(device, weight_block, row_scaled, err_mode):
         y = f46.linear(x, w, bias, r)
     bitwise(y, manual_forward(x, w, bias, r))
     # 4/6 forward is close to the BF16 product
-    ref = (x.double() @ w.double().t() + bias.double())
+    ref = x.double() @ w.double().t() + bias.double()
     assert ((y.double() - ref).norm() / ref.norm()).item() < 0.2
 
 
@@ -93,17 +103,35 @@ def manual_quantized_backward(x, w, dy, r, sr_offset=0):
     qw = quantize_weight(w, r, columnwise=True)
     xam = ops.amax(xp)
     xam_t = ops.amax(xp, rht_columns=True) if r.wgrad_rht else xam
-    _, _, xct, xst = ops.quantize(xp, xam, rule=r.err_mode, scale_bound=r.scale_bound,
-                                  rowwise=False, columnwise=True, rht_columnwise=r.wgrad_rht,
-                                  amax_columnwise=xam_t)
+    _, _, xct, xst = ops.quantize(
+        xp,
+        xam,
+        rule=r.err_mode,
+        scale_bound=r.scale_bound,
+        rowwise=False,
+        columnwise=True,
+        rht_columnwise=r.wgrad_rht,
+        amax_columnwise=xam_t,
+    )
     gam = ops.amax(dyp)
     gam_t = ops.amax(dyp, rht_columns=True) if r.wgrad_rht else gam
-    gc, gs, gct, gst = quantize_gradient(dyp, gam, r, sr_offset, columnwise=True,
-                                         amax_columnwise=gam_t)
-    dx = ops.gemm(gc[:m], gs[:m], gam, qw.codes_t, qw.scales_t, qw.amax, a_bound=448.0,
-                  b_bound=r.scale_bound, out_dtype=x.dtype)
-    dw = ops.gemm(gct, gst, gam_t, xct, xst, xam_t, a_bound=448.0, b_bound=r.scale_bound,
-                  out_dtype=w.dtype)
+    gc, gs, gct, gst = quantize_gradient(
+        dyp, gam, r, sr_offset, columnwise=True, amax_columnwise=gam_t
+    )
+    dx = ops.gemm(
+        gc[:m],
+        gs[:m],
+        gam,
+        qw.codes_t,
+        qw.scales_t,
+        qw.amax,
+        a_bound=448.0,
+        b_bound=r.scale_bound,
+        out_dtype=x.dtype,
+    )
+    dw = ops.gemm(
+        gct, gst, gam_t, xct, xst, xam_t, a_bound=448.0, b_bound=r.scale_bound, out_dtype=w.dtype
+    )
     return dx, dw
 
 
@@ -139,10 +167,15 @@ def sqnr_db(x, ref):
     return (10 * torch.log10(ref.pow(2).sum() / (x - ref).pow(2).sum())).item()
 
 
-@pytest.mark.parametrize("recipe", [f46.Recipe(), f46.Recipe(wgrad_rht=True),
-                                    f46.Recipe(grad_rounding="stochastic"), f46.Recipe.nvfp4()])
-
-
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        f46.Recipe(),
+        f46.Recipe(wgrad_rht=True),
+        f46.Recipe(grad_rounding="stochastic"),
+        f46.Recipe.nvfp4(),
+    ],
+)
 def test_quantized_gradients_close_to_bf16(device, recipe):
     """Quantized gradients agree with BF16 gradients within SQNR > 10 dB."""
     x, w, bias = make(device, m=128, k=128, n=64)

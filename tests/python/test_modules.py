@@ -1,11 +1,10 @@
 """F46Linear, F46GroupedExperts, convert_model."""
 
+import f46
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
-
-import f46
 
 
 def bitwise(a, b):
@@ -57,8 +56,7 @@ def test_convert_model_swaps_the_right_modules():
     # callable skip
     m2 = f46.convert_model(Model(), r, skip=lambda name, mod: name.startswith("layers.1"))
     assert isinstance(m2.layers[0].wq, f46.F46Linear)
-    assert type(m2.layers[1].wq) is nn.Linear and isinstance(m2.layers[1].experts,
-                                                            GroupedExperts)
+    assert type(m2.layers[1].wq) is nn.Linear and isinstance(m2.layers[1].experts, GroupedExperts)
     assert type(m2.output) is nn.Linear
     m3 = f46.convert_model(Model(), r, head_names=())
     assert isinstance(m3.output, f46.F46Linear)  # the head converts when asked

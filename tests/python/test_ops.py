@@ -4,7 +4,6 @@ and a few properties that only hold if the bindings pass tensors through faithfu
 
 import pytest
 import torch
-
 from f46 import ops
 
 F46 = torch.ops.f46
@@ -39,11 +38,42 @@ def quantized_t(x, **kw):
 
 
 # ---- cases: (op name, positional args of torch.ops.f46.<op>) ---------------------------------
-def quantize_args(x, amax, offsets=None, scope="tensor", rule="mae", bound=256.0, block=1,
-                  gradient=False, stochastic=False, seed=0, offset=0, rht_rowwise=False,
-                  rht_columnwise=False, rowwise=True, columnwise=False, amax_columnwise=None):
-    return (x, amax, offsets, scope, rule, bound, block, gradient, stochastic, seed, offset,
-            rht_rowwise, rht_columnwise, rowwise, columnwise, amax_columnwise)
+def quantize_args(
+    x,
+    amax,
+    offsets=None,
+    scope="tensor",
+    rule="mae",
+    bound=256.0,
+    block=1,
+    gradient=False,
+    stochastic=False,
+    seed=0,
+    offset=0,
+    rht_rowwise=False,
+    rht_columnwise=False,
+    rowwise=True,
+    columnwise=False,
+    amax_columnwise=None,
+):
+    return (
+        x,
+        amax,
+        offsets,
+        scope,
+        rule,
+        bound,
+        block,
+        gradient,
+        stochastic,
+        seed,
+        offset,
+        rht_rowwise,
+        rht_columnwise,
+        rowwise,
+        columnwise,
+        amax_columnwise,
+    )
 
 
 def case_quantize_tensor(d):
@@ -78,8 +108,19 @@ def case_quantize_gradient_sr_rht(d):
     am = ops.amax(x)
     am_t = ops.amax(x, rht_columns=True)
     return "quantize", quantize_args(
-        x, am, rule="all6", bound=448.0, gradient=True, stochastic=True, seed=7, offset=3,
-        rht_rowwise=False, rht_columnwise=True, columnwise=True, amax_columnwise=am_t)
+        x,
+        am,
+        rule="all6",
+        bound=448.0,
+        gradient=True,
+        stochastic=True,
+        seed=7,
+        offset=3,
+        rht_rowwise=False,
+        rht_columnwise=True,
+        columnwise=True,
+        amax_columnwise=am_t,
+    )
 
 
 def case_quantize_columnwise_only(d):
@@ -141,8 +182,7 @@ def case_grouped_gemm_m(d):
     b = grouped_weight(d, 3, 16, 32, seed=18)
     offs = i32([10, 10, 33], d)
     bias = randn((3, 16), d, dtype=torch.float32, seed=19)
-    return "grouped_gemm_m", (*a, "tensor", 256.0, *b, "group", 256.0, offs, bias,
-                              torch.bfloat16)
+    return "grouped_gemm_m", (*a, "tensor", 256.0, *b, "group", 256.0, offs, bias, torch.bfloat16)
 
 
 def case_grouped_gemm_k(d):
@@ -165,13 +205,26 @@ def case_unpad(d):
 
 
 CASES = [
-    case_quantize_tensor, case_quantize_fp32_mse_448, case_quantize_row,
-    case_quantize_group_columnwise, case_quantize_16x16, case_quantize_gradient_sr_rht,
-    case_quantize_columnwise_only, case_dequantize, case_dequantize_group_bf16,
-    case_amax_tensor, case_amax_row, case_amax_group_rht, case_gemm, case_gemm_row_bias_fp32,
-    case_grouped_gemm_m, case_grouped_gemm_k, case_pad, case_unpad,
+    case_quantize_tensor,
+    case_quantize_fp32_mse_448,
+    case_quantize_row,
+    case_quantize_group_columnwise,
+    case_quantize_16x16,
+    case_quantize_gradient_sr_rht,
+    case_quantize_columnwise_only,
+    case_dequantize,
+    case_dequantize_group_bf16,
+    case_amax_tensor,
+    case_amax_row,
+    case_amax_group_rht,
+    case_gemm,
+    case_gemm_row_bias_fp32,
+    case_grouped_gemm_m,
+    case_grouped_gemm_k,
+    case_pad,
+    case_unpad,
 ]
-CASE_IDS = [c.__name__[len("case_"):] for c in CASES]
+CASE_IDS = [c.__name__[len("case_") :] for c in CASES]
 
 
 def as_tuple(out):
@@ -180,8 +233,16 @@ def as_tuple(out):
 
 def test_every_op_has_a_case():
     names = {c(torch.device("cpu"))[0] for c in CASES}
-    assert names == {"quantize", "dequantize", "amax", "gemm", "grouped_gemm_m",
-                     "grouped_gemm_k", "pad_token_groups", "unpad_token_groups"}
+    assert names == {
+        "quantize",
+        "dequantize",
+        "amax",
+        "gemm",
+        "grouped_gemm_m",
+        "grouped_gemm_k",
+        "pad_token_groups",
+        "unpad_token_groups",
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)

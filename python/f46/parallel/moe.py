@@ -63,14 +63,22 @@ class ExpertParallelMoE(nn.Module):
             single-process layer holding all E experts (the reference for parity tests).
     """
 
-    def __init__(self, dim: int, num_experts: int, top_k: int, local_experts: nn.Module,
-                 group: dist.ProcessGroup | None = None):
+    def __init__(
+        self,
+        dim: int,
+        num_experts: int,
+        top_k: int,
+        local_experts: nn.Module,
+        group: dist.ProcessGroup | None = None,
+    ):
         super().__init__()
         self.group = group
         self.world = 1 if group is None else dist.get_world_size(group)
         if num_experts % self.world != 0:
-            raise ValueError(f"num_experts={num_experts} must be a multiple of the "
-                             f"expert-parallel size {self.world}")
+            raise ValueError(
+                f"num_experts={num_experts} must be a multiple of the "
+                f"expert-parallel size {self.world}"
+            )
         self.num_experts = num_experts
         self.num_local = num_experts // self.world
         self.router = TopKRouter(dim, num_experts, top_k)
@@ -86,18 +94,19 @@ class ExpertParallelMoE(nn.Module):
         experts, weights = self.route(x)
         return self.combine_routed(x, experts, weights)
 
-    def combine_routed(self, x: torch.Tensor, experts: torch.Tensor,
-                       weights: torch.Tensor) -> torch.Tensor:
+    def combine_routed(
+        self, x: torch.Tensor, experts: torch.Tensor, weights: torch.Tensor
+    ) -> torch.Tensor:
         t, k = experts.shape
-        flat = experts.reshape(-1)                                   # (T*k,) expert of each slot
-        perm = torch.argsort(flat, stable=True)                      # slots sorted by expert
-        routed = x[perm // k]                                        # (T*k, D)
-        counts = torch.bincount(flat, minlength=self.num_experts)    # (E,)
+        flat = experts.reshape(-1)  # (T*k,) expert of each slot
+        perm = torch.argsort(flat, stable=True)  # slots sorted by expert
+        routed = x[perm // k]  # (T*k, D)
+        counts = torch.bincount(flat, minlength=self.num_experts)  # (E,)
         if self.world == 1:
             y_sorted = self.experts(routed, counts)
         else:
             y_sorted = self._exchange_and_run(routed, counts)
-        y = y_sorted[_inverse_permutation(perm)]                     # back to (token, slot) order
+        y = y_sorted[_inverse_permutation(perm)]  # back to (token, slot) order
         return (y.view(t, k, y.shape[-1]) * weights.unsqueeze(-1).to(y.dtype)).sum(dim=1)
 
     def _exchange_and_run(self, routed: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
@@ -109,19 +118,28 @@ class ExpertParallelMoE(nn.Module):
         send_splits = counts.view(w, el).sum(dim=1).tolist()
         recv_splits = recv_counts.sum(dim=1).tolist()
         received = _all_to_all_autograd(
-            routed.new_empty((sum(recv_splits), routed.shape[1])), routed,
-            recv_splits, send_splits, group=self.group)
+            routed.new_empty((sum(recv_splits), routed.shape[1])),
+            routed,
+            recv_splits,
+            send_splits,
+            group=self.group,
+        )
         # Regroup the (source rank, expert) chunks expert-major so each local expert's tokens are
         # in global (rank-major) order.
-        chunk_key = (torch.arange(el, device=counts.device).view(1, el) * w
-                     + torch.arange(w, device=counts.device).view(w, 1))     # (W, E_local)
+        chunk_key = torch.arange(el, device=counts.device).view(1, el) * w + torch.arange(
+            w, device=counts.device
+        ).view(w, 1)  # (W, E_local)
         row_key = torch.repeat_interleave(chunk_key.reshape(-1), recv_counts.reshape(-1))
         order = torch.argsort(row_key, stable=True)
         y_local = self.experts(received[order], recv_counts.sum(dim=0))
         y_recv = y_local[_inverse_permutation(order)]
         return _all_to_all_autograd(
-            routed.new_empty((sum(send_splits), y_recv.shape[1])), y_recv,
-            send_splits, recv_splits, group=self.group)
+            routed.new_empty((sum(send_splits), y_recv.shape[1])),
+            y_recv,
+            send_splits,
+            recv_splits,
+            group=self.group,
+        )
 
 
 def shard_dense_parameters(block: ExpertParallelMoE, mesh=None) -> ExpertParallelMoE:
