@@ -10,18 +10,6 @@
 namespace f46 {
 namespace {
 
-const char* scope_name(AmaxScope s) {
-  switch (s) {
-    case AmaxScope::kTensor:
-      return "tensor";
-    case AmaxScope::kRow:
-      return "row";
-    case AmaxScope::kGroup:
-      return "group";
-  }
-  return "?";
-}
-
 std::string field(const char* op, const char* f) { return std::string(op) + "." + f; }
 
 // codes (lead..., rows, k/2) and scales (lead..., rows, k/16) uint8, contiguous, same device as

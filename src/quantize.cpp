@@ -25,8 +25,6 @@ const char* rule_name(Rule r) {
   return "?";
 }
 
-namespace {
-
 const char* scope_name(AmaxScope s) {
   switch (s) {
     case AmaxScope::kTensor:
@@ -38,6 +36,8 @@ const char* scope_name(AmaxScope s) {
   }
   return "?";
 }
+
+namespace {
 
 void check_float_matrix(const TensorView& v, const char* name) {
   check::dtype_in(v, name, {DType::kBFloat16, DType::kFloat16, DType::kFloat32});

@@ -21,6 +21,7 @@ enum class AmaxScope : uint8_t { kTensor, kRow, kGroup };
 enum class Rounding : uint8_t { kNearestEven, kStochastic };
 
 const char* rule_name(Rule r);
+const char* scope_name(AmaxScope s);
 
 struct QuantizeConfig {
   Rule rule = Rule::kMAE;
