@@ -5,6 +5,7 @@ FP32 matmul); M-grouped vs torch._grouped_mm BF16 (2D x 3D); K-grouped vs torch.
 BF16 (2D x 2D). Uneven (seeded log-normal) routing, group sizes multiples of 16.
 Timing: CUDA events per call after warm-up, median; inputs rotate over sets larger than L2.
 Usage: F46_TORCH_LIBRARY=build/python/f46/libf46_torch.so python3 bench/bench_gemm.py
+       [all|profile|dense|grouped|plans]  (plans: plan (a) vs plan (b) vs BF16 per shape)
 """
 
 from __future__ import annotations
@@ -282,6 +283,73 @@ def profile_and_sweep(gen) -> None:
     os.environ.pop("F46_GEMM_RASTER")
 
 
+def plan_times(call) -> tuple[float, float]:
+    """Median us of call(i) under plan (a) and plan (b) (F46_GEMM_PLAN, read at every call)."""
+    out = []
+    for plan in ("a", "b"):
+        os.environ["F46_GEMM_PLAN"] = plan
+        out.append(median_us(call, 1))
+    os.environ.pop("F46_GEMM_PLAN")
+    return out[0], out[1]
+
+
+def bench_plans(gen) -> list[str]:
+    """Plan (a) (dequantize to BF16 + CUTLASS) vs plan (b) (fused 4-bit kernel) vs BF16, and
+    what the automatic rule picks: dense four, then M-grouped four."""
+    lines = [
+        "### GEMM plans: (a) dequantize + CUTLASS, (b) fused 4-bit kernel",
+        "",
+        "| shape | BF16 us | (a) us | (b) us | (a) x BF16 | (b) x BF16 | (b) / (a) speed | auto |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    cases = [("dense", 1, m, k, n) for m, k, n in DENSE] + list(MOE)
+    for name, e, m, k, n in cases:
+        qa = rand_q((m, k), gen)
+        am = torch.rand(e, device="cuda", generator=gen) + 1.0
+        bm = torch.rand(e, device="cuda", generator=gen) + 1.0
+        if name == "dense":
+            qb = rand_q((n, k), gen)
+            xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
+
+            def call(i):
+                torch.ops.f46.gemm(
+                    qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], bm, 256.0, None, torch.bfloat16
+                )
+
+            t_bf16 = median_us(lambda i: torch.matmul(xa, xb.t()), 1)
+            label = f"M{m} K{k} N{n}"
+        else:
+            sizes = routing(e, m, seed=e)
+            offs = torch.tensor(sizes, dtype=torch.int32, device="cuda").cumsum(0).to(torch.int32)
+            qb = rand_q((e, n, k), gen)
+            xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
+
+            def call(i):
+                torch.ops.f46.grouped_gemm_m(
+                    qa[0], qa[1], am, "group", 256.0, qb[0], qb[1], bm, "group", 256.0, offs,
+                    None, torch.bfloat16,
+                )
+
+            t_bf16 = median_us(lambda i: torch._grouped_mm(xa, xb.transpose(-2, -1), offs=offs), 1)
+            label = f"{name} E{e} M{m} K{k} N{n}"
+        t_a, t_b = plan_times(call)
+        t_auto = median_us(call, 1)
+        auto = "b" if abs(t_auto - t_b) < abs(t_auto - t_a) else "a"
+        flops = 2.0 * m * n * k
+        lines.append(
+            f"| {label} | {t_bf16:.1f} | {t_a:.1f} | {t_b:.1f} | {t_bf16 / t_a:.3f} | "
+            f"{t_bf16 / t_b:.3f} | {t_a / t_b:.3f} | {auto} |"
+        )
+        print(
+            f"plans {label}: bf16 {t_bf16:.0f} us ({flops / t_bf16 / 1e6:.0f} TFLOP/s), "
+            f"a {t_a:.0f} us, b {t_b:.0f} us ({flops / t_b / 1e6:.0f} TFLOP/s), auto~{auto}",
+            flush=True,
+        )
+        del qa, qb, xa, xb
+        torch.cuda.empty_cache()
+    return lines + [""]
+
+
 def main() -> None:
     load_f46()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -295,6 +363,8 @@ def main() -> None:
         lines += bench_dense(gen)
     if which in ("all", "grouped"):
         lines += bench_grouped(gen)
+    if which in ("all", "plans"):
+        lines += bench_plans(gen)
     print("\n".join(lines))
 
 

@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "cuda/common/cuda_check.h"
+#include "fused_fp4_gemm.h"
 #include "gemm_kernels.h"
 #include "grouped_bf16_gemm.h"
 
@@ -190,6 +191,8 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   DeviceGuard guard(out.device_index);
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
   const bool fused = k > 0 && fused_epilogue(a, bias, out, n);
+  // Plan (b), the fused 4-bit kernel, where it applies and is chosen (fused_fp4_gemm.h).
+  if (fused && gemm_detail::try_fused_fp4_gemm(a, b, offs, groups, out, stream)) return;
   // Unfused: FP32 scratch with rows padded to 8 columns (TMA needs 16-byte row pitches).
   const int64_t n8 = fused ? n : detail::gemm_ws_pad8(n);
   Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), out.device_index, stream);

@@ -1,0 +1,287 @@
+// The plan (b) kernel: persistent CTAs over (group, m-tile, n-tile) tiles, each tile 128 x 256
+// with K in steps of 64. Every thread loads 4-bit codes and E4M3 scales of its rows straight
+// from global memory (two k-tiles in flight in registers) and dequantizes one k-tile into a
+// ring of three BF16 shared tiles (K-major, 128-byte swizzle, one swizzle row = 64 BF16 = one
+// k-tile row) while the two warpgroups' WGMMAs (64x256x16 each, FP32 accumulators) run on the
+// previous ones: k-tile kt + 1 is written while WGMMAs kt (and kt - 1) run, so the tensor cores
+// are never left without work at the block barrier. Epilogue: alpha[g] * acc, one cast,
+// straight from the accumulators.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+#include <cute/tensor.hpp>
+
+#include "common/numerics.h"
+#include "f46/quantize.h"
+#include "fused_fp4_dequant.cuh"
+#include "grouped_bf16_gemm.h"
+
+namespace f46::cuda::gemm_detail {
+
+// Kernel arguments (byte strides; validated by try_fused_fp4_gemm).
+struct FusedArgs {
+  const uint8_t* a_codes = nullptr;   // (M, K/2): two E2M1 codes per byte
+  const uint8_t* a_scales = nullptr;  // (M, K/16) E4M3
+  int64_t a_code_ld = 0, a_scale_ld = 0;
+  const uint8_t* b_codes = nullptr;   // (E, N, K/2)
+  const uint8_t* b_scales = nullptr;  // (E, N, K/16)
+  int64_t b_code_ld = 0, b_scale_ld = 0, b_code_gs = 0, b_scale_gs = 0;
+  const int32_t* offs = nullptr;  // (groups) cumulative ends, device; null: one group, all rows
+  int groups = 1;
+  int m = 0, n = 0, k = 0;
+  void* d = nullptr;  // (M, N) bf16 or float, row stride ld_d
+  bool d_bf16 = true;
+  int64_t ld_d = 0;
+  GroupAlpha alpha;
+};
+
+struct FusedTraits {
+  static constexpr int kBM = 128, kBN = 256, kBK = 64, kStages = 3, kThreads = 256;
+  static constexpr int kMaxGroups = 1024;  // group ends and tile prefix live in shared memory
+  using Bf16 = cutlass::bfloat16_t;
+  using Mma = decltype(cute::make_tiled_mma(
+      cute::SM90_64x256x16_F32BF16BF16_SS<cute::GMMA::Major::K, cute::GMMA::Major::K>{},
+      cute::Layout<cute::Shape<cute::_2, cute::_1, cute::_1>>{}));
+  using LayoutA = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_K_SW128_Atom<Bf16>{},
+      cute::Shape<cute::Int<kBM>, cute::Int<kBK>, cute::Int<kStages>>{}));
+  using LayoutB = decltype(cute::tile_to_shape(
+      cute::GMMA::Layout_K_SW128_Atom<Bf16>{},
+      cute::Shape<cute::Int<kBN>, cute::Int<kBK>, cute::Int<kStages>>{}));
+  static_assert(kThreads == 2 * kBM && kBN == 2 * kBM,
+                "each thread dequantizes one half row of A and two of B per k-tile");
+  static_assert(kBK == 64, "one k-tile row must be one 128-byte swizzle row of BF16");
+  static_assert(kStages == 3, "the ring holds WGMMA kt - 1's, WGMMA kt's and the next k-tile");
+};
+
+struct alignas(1024) FusedSmem {
+  cute::array_aligned<FusedTraits::Bf16, cute::cosize_v<FusedTraits::LayoutA>, 1024> a;
+  cute::array_aligned<FusedTraits::Bf16, cute::cosize_v<FusedTraits::LayoutB>, 1024> b;
+  int32_t ends[FusedTraits::kMaxGroups];       // clamped group ends
+  int32_t tile_ends[FusedTraits::kMaxGroups];  // cumulative tile counts
+  int32_t scan[8];
+};
+
+// The codes and scales of one k-tile for one thread: a half row (32 elements) of A and of two
+// rows of B.
+struct FusedFrag {
+  uint4 a, b0, b1;
+  uint32_t sa, sb0, sb1;  // two E4M3 scales each (bytes 0, 1)
+};
+
+__device__ __forceinline__ float fused_global_scale(const float* amax, AmaxScope scope, int g,
+                                                    float bound) {
+  const float am = scope == AmaxScope::kGroup ? amax[g] : amax[0];
+  return num::div(am, num::mul(6.0f, bound));
+}
+
+// Exclusive scan over the 256 threads of the block (op: max or plus, identity id).
+template <class Op>
+__device__ int fused_block_exclusive_scan(int v, int id, Op op, int32_t* buf) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) {
+    const int y = __shfl_up_sync(0xFFFFFFFFu, x, o);
+    if (lane >= o) x = op(x, y);
+  }
+  if (lane == 31) buf[warp] = x;
+  __syncthreads();
+  int pre = id;
+  for (int w = 0; w < warp; ++w) pre = op(pre, buf[w]);
+  __syncthreads();
+  const int prev = __shfl_up_sync(0xFFFFFFFFu, x, 1);
+  return lane == 0 ? pre : op(pre, prev);
+}
+
+// Clamped group ends (N11: end[g] = min(max(offs[g], end[g-1]), M) = min(running max, M)) and
+// the cumulative tile counts, into shared memory. Returns the number of tiles.
+__device__ int fused_schedule(const FusedArgs& p, FusedSmem& s, int n_tiles) {
+  constexpr int kBM = FusedTraits::kBM, kT = FusedTraits::kThreads;
+  if (p.offs == nullptr) {
+    if (threadIdx.x == 0) {
+      s.ends[0] = p.m;
+      s.tile_ends[0] = (p.m + kBM - 1) / kBM * n_tiles;
+    }
+    __syncthreads();
+    return s.tile_ends[0];
+  }
+  const int per = (p.groups + kT - 1) / kT;
+  const int g0 = min(p.groups, static_cast<int>(threadIdx.x) * per), g1 = min(p.groups, g0 + per);
+  int cmax = 0;
+  for (int g = g0; g < g1; ++g) cmax = max(cmax, p.offs[g]);
+  int run = fused_block_exclusive_scan(cmax, 0, [](int x, int y) { return max(x, y); }, s.scan);
+  const int first_prev = min(run, p.m);
+  int prev = first_prev, count = 0;
+  for (int g = g0; g < g1; ++g) {
+    run = max(run, p.offs[g]);
+    const int e = min(run, p.m);
+    s.ends[g] = e;
+    count += (e - prev + kBM - 1) / kBM * n_tiles;
+    prev = e;
+  }
+  int tiles = fused_block_exclusive_scan(count, 0, [](int x, int y) { return x + y; }, s.scan);
+  prev = first_prev;
+  for (int g = g0; g < g1; ++g) {
+    tiles += (s.ends[g] - prev + kBM - 1) / kBM * n_tiles;
+    s.tile_ends[g] = tiles;
+    prev = s.ends[g];
+  }
+  __syncthreads();
+  return s.tile_ends[p.groups - 1];
+}
+
+__device__ __forceinline__ void fused_fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kernel(FusedArgs p) {
+  using namespace cute;
+  using T = FusedTraits;
+  constexpr int kBM = T::kBM, kBN = T::kBN, kBK = T::kBK;
+  extern __shared__ char smem_raw[];
+  // 1024-byte aligned (the 128-byte swizzle repeats every 8 rows); offset arithmetic on the
+  // shared array keeps the accesses in the shared state space (STS/LDS, not generic).
+  const uint32_t pad = (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
+  FusedSmem& s = *reinterpret_cast<FusedSmem*>(smem_raw + pad);
+  const int tid = threadIdx.x;
+  const int n_tiles = (p.n + kBN - 1) / kBN;
+  const int total = fused_schedule(p, s, n_tiles);
+
+  Tensor sA = make_tensor(make_smem_ptr(s.a.data()), T::LayoutA{});  // (BM, BK, stage)
+  Tensor sB = make_tensor(make_smem_ptr(s.b.data()), T::LayoutB{});  // (BN, BK, stage)
+  typename T::Mma mma;
+  auto thr = mma.get_thread_slice(tid);
+  Tensor tCrA = thr.make_fragment_A(thr.partition_A(sA));  // GMMA descriptors
+  Tensor tCrB = thr.make_fragment_B(thr.partition_B(sB));
+  Tensor acc = partition_fragment_C(mma, Shape<Int<kBM>, Int<kBN>>{});  // FP32
+  Tensor tCc = thr.partition_C(make_identity_tensor(Shape<Int<kBM>, Int<kBN>>{}));
+
+  // This thread's dequantization units: row urow of A and rows urow, urow + 128 of B, elements
+  // [uhalf * 32, uhalf * 32 + 32) of each k-tile; smem element offsets of their 8-element chunks.
+  const int urow = tid >> 1, uhalf = tid & 1;
+  uint32_t off_a[4], off_b0[4], off_b1[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    // Through the tensors: the swizzle acts on the (1024-byte aligned) shared address bits.
+    off_a[j] = static_cast<uint32_t>(&sA(urow, uhalf * 32 + j * 8, 0) - s.a.data());
+    off_b0[j] = static_cast<uint32_t>(&sB(urow, uhalf * 32 + j * 8, 0) - s.b.data());
+    off_b1[j] = static_cast<uint32_t>(&sB(urow + kBM, uhalf * 32 + j * 8, 0) - s.b.data());
+  }
+  constexpr int kStageA = kBM * kBK, kStageB = kBN * kBK;  // elements per stage
+  const int kt_count = p.k / kBK;
+
+  for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    int lo = 0, hi = p.groups - 1;  // the group of tile t: first g with tile_ends[g] > t
+    while (lo < hi) {
+      const int mid = (lo + hi) >> 1;
+      if (s.tile_ends[mid] > t) hi = mid; else lo = mid + 1;
+    }
+    const int g = lo;
+    const int g_start = g == 0 ? 0 : s.ends[g - 1];
+    const int tl = t - (g == 0 ? 0 : s.tile_ends[g - 1]);
+    const int mt = tl / n_tiles, nt = tl - mt * n_tiles;
+    const int row0 = g_start + mt * kBM;
+    const int rows = min(kBM, s.ends[g] - row0);
+    const int col0 = nt * kBN;
+
+    // Rows past the group end and columns past N load as zero codes (not stored).
+    const bool va = urow < rows, vb0 = col0 + urow < p.n, vb1 = col0 + urow + kBM < p.n;
+    const uint8_t* ac = p.a_codes + int64_t(row0 + urow) * p.a_code_ld + uhalf * 16;
+    const uint8_t* as = p.a_scales + int64_t(row0 + urow) * p.a_scale_ld + uhalf * 2;
+    const uint8_t* bc = p.b_codes + g * p.b_code_gs + int64_t(col0 + urow) * p.b_code_ld + uhalf * 16;
+    const uint8_t* bs = p.b_scales + g * p.b_scale_gs + int64_t(col0 + urow) * p.b_scale_ld + uhalf * 2;
+    const int64_t bc1 = int64_t(kBM) * p.b_code_ld, bs1 = int64_t(kBM) * p.b_scale_ld;
+
+    auto load = [&](FusedFrag& f, int kt) {
+      const int64_t kc = int64_t(kt) * (kBK / 2), ks = kt * (kBK / 16);
+      const uint4 z = make_uint4(0, 0, 0, 0);
+      f.a = va ? __ldg(reinterpret_cast<const uint4*>(ac + kc)) : z;
+      f.sa = va ? __ldg(reinterpret_cast<const unsigned short*>(as + ks)) : 0u;
+      f.b0 = vb0 ? __ldg(reinterpret_cast<const uint4*>(bc + kc)) : z;
+      f.sb0 = vb0 ? __ldg(reinterpret_cast<const unsigned short*>(bs + ks)) : 0u;
+      f.b1 = vb1 ? __ldg(reinterpret_cast<const uint4*>(bc + bc1 + kc)) : z;
+      f.sb1 = vb1 ? __ldg(reinterpret_cast<const unsigned short*>(bs + bs1 + ks)) : 0u;
+    };
+    auto put = [](cutlass::bfloat16_t* base, const uint32_t* off, uint4 c, uint32_t sc) {
+      const uint32_t s01 = fp4::e4m3x2_to_bf16x2(sc);
+      const uint32_t s0 = __byte_perm(s01, 0, 0x1010), s1 = __byte_perm(s01, 0, 0x3232);
+      *reinterpret_cast<uint4*>(base + off[0]) = fp4::e2m1x8_to_bf16x8(c.x, s0);
+      *reinterpret_cast<uint4*>(base + off[1]) = fp4::e2m1x8_to_bf16x8(c.y, s0);
+      *reinterpret_cast<uint4*>(base + off[2]) = fp4::e2m1x8_to_bf16x8(c.z, s1);
+      *reinterpret_cast<uint4*>(base + off[3]) = fp4::e2m1x8_to_bf16x8(c.w, s1);
+    };
+    auto store = [&](const FusedFrag& f, int stage) {
+      put(s.a.data() + stage * kStageA, off_a, f.a, f.sa);
+      put(s.b.data() + stage * kStageB, off_b0, f.b0, f.sb0);
+      put(s.b.data() + stage * kStageB, off_b1, f.b1, f.sb1);
+    };
+    // k-tile kt: WGMMAs on stage kt % 3 while `cur` (k-tile kt + 1) is dequantized into stage
+    // (kt + 1) % 3 (last read by WGMMA kt - 2, complete) and `nxt` receives k-tile kt + 2. After
+    // the wait, only WGMMA kt may still run. K order is increasing, k16 steps in order.
+    int stage = 0;
+    auto step = [&](int kt, FusedFrag& cur, FusedFrag& nxt) {
+      const int next_stage = stage == T::kStages - 1 ? 0 : stage + 1;
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+#pragma unroll
+      for (int kb = 0; kb < size<2>(tCrA); ++kb) {
+        cute::gemm(mma, tCrA(_, _, kb, stage), tCrB(_, _, kb, stage), acc);
+        mma.accumulate_ = GMMA::ScaleOut::One;
+      }
+      warpgroup_commit_batch();
+      if (kt + 2 < kt_count) load(nxt, kt + 2);
+      if (kt + 1 < kt_count) store(cur, next_stage);
+      warpgroup_wait<1>();
+      fused_fence_async_shared();
+      __syncthreads();
+      stage = next_stage;
+    };
+
+    FusedFrag fx, fy;
+    load(fx, 0);
+    if (kt_count > 1) load(fy, 1);
+    store(fx, 0);
+    fused_fence_async_shared();
+    __syncthreads();
+    mma.accumulate_ = GMMA::ScaleOut::Zero;  // the first k16 step writes, the others add
+    for (int kt = 0; kt < kt_count; kt += 2) {
+      step(kt, fy, fx);
+      if (kt + 1 < kt_count) step(kt + 1, fx, fy);
+    }
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(acc);
+    __syncthreads();  // both warpgroups' last WGMMAs are done before the next tile's stores
+
+    // Epilogue (N10, tensor/group scope): y = acc * (gA * gB), one RNE cast.
+    const GroupAlpha& al = p.alpha;
+    const float alpha = num::mul(fused_global_scale(al.amax_a, al.scope_a, g, al.bound_a),
+                                 fused_global_scale(al.amax_b, al.scope_b, g, al.bound_b));
+#pragma unroll
+    for (int i = 0; i < size(acc); i += 2) {
+      const int r = get<0>(tCc(i)), c = get<1>(tCc(i));
+      if (r >= rows || col0 + c >= p.n) continue;  // n % 4 == 0: c even, so c + 1 < n too
+      const float y0 = num::mul(acc(i), alpha), y1 = num::mul(acc(i + 1), alpha);
+      const int64_t o = int64_t(row0 + r) * p.ld_d + col0 + c;
+      if (p.d_bf16) {
+        *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.d) + o) =
+            __floats2bfloat162_rn(y0, y1);
+      } else {
+        *reinterpret_cast<float2*>(static_cast<float*>(p.d) + o) = make_float2(y0, y1);
+      }
+    }
+  }
+
+  // Rows past the last group end are zeros (N11). Row bytes are a multiple of 16 (checked).
+  const int last = s.ends[p.groups - 1];
+  const int es = p.d_bf16 ? 2 : 4;
+  const int row_vecs = p.n * es / 16;
+  for (int r = last + blockIdx.x; r < p.m; r += gridDim.x) {
+    uint4* row = reinterpret_cast<uint4*>(static_cast<char*>(p.d) + int64_t(r) * p.ld_d * es);
+    for (int v = tid; v < row_vecs; v += blockDim.x) row[v] = make_uint4(0, 0, 0, 0);
+  }
+}
+
+}  // namespace f46::cuda::gemm_detail

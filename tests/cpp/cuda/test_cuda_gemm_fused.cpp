@@ -1,0 +1,203 @@
+// Plan (b) of the CUDA GEMM (src/cuda/gemm/fused_fp4_*): the fused 4-bit kernel forced for the
+// M-grouped and dense GEMMs, against an FP64 reference (relative Frobenius < 1e-5, FP32 out),
+// bitwise against plan (a) (dequantize + CUTLASS) on the same inputs, each group bitwise equal
+// to the dense plan (b) GEMM on its rows, rows past the last offset zero (N10, N11). Partial
+// tiles, uneven/empty/single-row groups, subnormal block scales, several persistent waves.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "cuda/gemm/fused_fp4_gemm.h"
+#include "cuda/test_cuda_gemm_util.h"
+
+namespace f46::test {
+namespace {
+
+using cuda::gemm_detail::GemmPlan;
+
+// Forces a GEMM plan for the scope of the object.
+class ForcePlan {
+ public:
+  explicit ForcePlan(GemmPlan p) { cuda::gemm_detail::set_gemm_plan(p); }
+  ~ForcePlan() { cuda::gemm_detail::set_gemm_plan(GemmPlan::kAuto); }
+};
+
+struct FusedCase {
+  int64_t m, n, k;
+  std::vector<int32_t> sizes;  // rows per group; empty: the dense GEMM
+  AmaxScope a_scope, b_scope;
+  DType out;
+  int scale_lo;  // smallest E4M3 scale byte (0: subnormal scales occur)
+};
+
+std::string fused_name(const testing::TestParamInfo<FusedCase>& info) {
+  const FusedCase& c = info.param;
+  const char* sc[] = {"T", "R", "G"};
+  return "M" + std::to_string(c.m) + "N" + std::to_string(c.n) + "K" + std::to_string(c.k) +
+         (c.sizes.empty() ? std::string("_dense") : "E" + std::to_string(c.sizes.size())) + "_a" +
+         sc[static_cast<int>(c.a_scope)] + "_b" + sc[static_cast<int>(c.b_scope)] +
+         (c.out == DType::kFloat32 ? "_f32" : "_bf16") + "_s" + std::to_string(c.scale_lo);
+}
+
+class CudaGemmFused : public testing::TestWithParam<FusedCase> {
+ protected:
+  void SetUp() override {
+    SKIP_WITHOUT_CUDA();
+    const FusedCase& c = GetParam();
+    dense = c.sizes.empty();
+    e = dense ? 1 : static_cast<int64_t>(c.sizes.size());
+    offs_v = dense ? std::vector<int32_t>{static_cast<int32_t>(c.m)} : cumulative(c.sizes);
+    a = random_qmatrix(c.m, c.k, 300 + c.m, 0, c.scale_lo, 0x58);
+    b = random_qmatrix(c.n, c.k, 400 + c.n, dense ? 0 : e, c.scale_lo, 0x58);
+    amax_a = float_tensor(random_amax(c.a_scope == AmaxScope::kGroup ? e : 1, 41));
+    amax_b = float_tensor(random_amax(c.b_scope == AmaxScope::kGroup ? e : 1, 42));
+    const uint64_t before = cuda::gemm_detail::fused_fp4_launches();
+    {
+      ForcePlan f(GemmPlan::kFusedFp4);
+      out_b = run(c.out);
+    }
+    launches = cuda::gemm_detail::fused_fp4_launches() - before;
+    ForcePlan f(GemmPlan::kDequantBf16);
+    out_a = run(c.out);
+  }
+
+  HostTensor run(DType t) {
+    const FusedCase& c = GetParam();
+    DeviceOperand da(a, amax_a, c.a_scope, 256), db(b, amax_b, c.b_scope, 448);
+    GemmDeviceTensor dout(garbage(t, {c.m, c.n}));
+    if (dense) {
+      gemm(da.op, db.op, TensorView{}, dout.view());
+    } else {
+      GemmDeviceTensor doffs(int_tensor(offs_v));
+      grouped_gemm_m(da.op, db.op, doffs.view(), TensorView{}, dout.view());
+    }
+    cuda_ok(cudaDeviceSynchronize());
+    return dout.download();
+  }
+  int group_of(int64_t row) const {
+    for (int g = 0; g < e; ++g)
+      if (row < offs_v[g]) return g;
+    return -1;
+  }
+
+  bool dense = false;
+  int64_t e = 0;
+  std::vector<int32_t> offs_v;
+  QMatrix a, b;
+  HostTensor amax_a, amax_b, out_a, out_b;
+  uint64_t launches = 0;
+};
+
+TEST_P(CudaGemmFused, RunsPlanB) { EXPECT_EQ(launches, 1u) << "plan (b) was not launched"; }
+
+TEST_P(CudaGemmFused, MatchesFp64Reference) {
+  const FusedCase& c = GetParam();
+  // Every row for small cases; a spread of rows (each tile row position) for large ones.
+  const int64_t step = c.m * c.n * c.k > (int64_t{1} << 26) ? 37 : 1;
+  std::vector<float> got;
+  std::vector<double> want;
+  for (int64_t i = 0; i < c.m; i += step) {
+    const int g = group_of(i);
+    for (int64_t j = 0; j < c.n; ++j) {
+      got.push_back(out_b.at(i, j));
+      if (g < 0) {
+        want.push_back(0.0);
+        continue;
+      }
+      const double ga = amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0] / (6.0 * 256);
+      const double gb = amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0] / (6.0 * 448);
+      want.push_back(ga * gb * dot_ref(a, 0, i, b, dense ? 0 : g, j, 0, c.k));
+    }
+  }
+  EXPECT_LT(rel_frobenius(got, want), c.out == DType::kFloat32 ? 1e-5 : 4e-3);
+}
+
+// Same exact BF16 products, same WGMMA k16 sequence in increasing K, same epilogue formula:
+// plan (b) gives plan (a)'s bits.
+TEST_P(CudaGemmFused, BitwiseEqualsPlanA) {
+  const FusedCase& c = GetParam();
+  const int64_t es = dtype_size(c.out), row = c.n * es;
+  int64_t diff_rows = 0, first = -1;
+  for (int64_t i = 0; i < c.m; ++i) {
+    if (!bytes_equal(out_a, i * row, out_b, i * row, row)) {
+      if (first < 0) first = i;
+      ++diff_rows;
+    }
+  }
+  EXPECT_EQ(diff_rows, 0) << "first differing row " << first;
+}
+
+TEST_P(CudaGemmFused, RowsPastLastOffsetAreZero) {
+  const FusedCase& c = GetParam();
+  const int64_t es = dtype_size(c.out);
+  for (int64_t i = offs_v.back() * c.n * es; i < c.m * c.n * es; ++i)
+    ASSERT_EQ(out_b.bytes()[i], 0) << "byte " << i;
+}
+
+TEST_P(CudaGemmFused, EachGroupEqualsDenseBitwise) {
+  const FusedCase& c = GetParam();
+  if (dense) GTEST_SKIP() << "dense case";
+  ForcePlan f(GemmPlan::kFusedFp4);
+  const int64_t es = dtype_size(c.out);
+  int64_t lo = 0;
+  for (int64_t g = 0; g < e; ++g) {
+    const int64_t hi = offs_v[g];
+    if (hi == lo) continue;
+    QMatrix ag = slice_rows(a, lo, hi), bg = slice_rows(b, 0, c.n, g);
+    HostTensor am = float_tensor({amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0]});
+    HostTensor bm = float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
+    DeviceOperand da(ag, am, AmaxScope::kTensor, 256), db(bg, bm, AmaxScope::kTensor, 448);
+    GemmDeviceTensor dout(garbage(c.out, {hi - lo, c.n}));
+    gemm(da.op, db.op, TensorView{}, dout.view());
+    const HostTensor d = dout.download();
+    for (int64_t i = 0; i < hi - lo; ++i)
+      ASSERT_TRUE(bytes_equal(d, i * c.n * es, out_b, (lo + i) * c.n * es, c.n * es))
+          << "group " << g << " row " << lo + i;
+    lo = hi;
+  }
+}
+
+constexpr AmaxScope kT = AmaxScope::kTensor, kG = AmaxScope::kGroup;
+const FusedCase kFusedCases[] = {
+    // one tile, one k-tile
+    {128, 256, 64, {}, kT, kT, DType::kBFloat16, 0x30},
+    // partial tiles in M and N, three k-tiles (odd count), subnormal scales
+    {300, 264, 192, {}, kT, kT, DType::kFloat32, 0x00},
+    {37, 24, 128, {}, kT, kT, DType::kBFloat16, 0x30},
+    // uneven, empty and single-row groups; offs[-1] < M
+    {330, 272, 256, {150, 1, 0, 109, 0}, kG, kT, DType::kBFloat16, 0x30},
+    {330, 272, 256, {150, 1, 0, 109, 0}, kT, kG, DType::kFloat32, 0x00},
+    {40, 64, 64, {1, 1, 0, 1, 30}, kG, kG, DType::kFloat32, 0x30},
+    {600, 256, 1024, {200, 197, 3, 200}, kG, kG, DType::kBFloat16, 0x30},
+    // every group empty: all rows zero
+    {16, 32, 64, {0, 0}, kG, kG, DType::kFloat32, 0x30},
+    // several persistent waves (> 132 tiles), eight uneven groups
+    {8192, 1024, 128, {2000, 0, 2, 1022, 2400, 768, 1400, 600}, kG, kG, DType::kBFloat16, 0x30},
+    {4096, 1280, 192, {1000, 0, 1, 511, 1200, 384, 700, 300}, kT, kG, DType::kFloat32, 0x00},
+};
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaGemmFused, testing::ValuesIn(kFusedCases), fused_name);
+
+// Outside plan (b)'s scope (K % 64 != 0, row-scaled A, bias) a forced plan (b) runs plan (a):
+// the result is still right and no plan (b) kernel is launched.
+TEST(CudaGemmFusedScope, OutOfScopeFallsBackToPlanA) {
+  SKIP_WITHOUT_CUDA();
+  const int64_t m = 40, n = 32, k = 48;
+  QMatrix a = random_qmatrix(m, k, 71), b = random_qmatrix(n, k, 72);
+  HostTensor am = float_tensor({2.0f}), bm = float_tensor({3.0f});
+  DeviceOperand da(a, am, AmaxScope::kTensor, 256), db(b, bm, AmaxScope::kTensor, 256);
+  auto run = [&](GemmPlan p) {
+    ForcePlan f(p);
+    GemmDeviceTensor dout(garbage(DType::kFloat32, {m, n}));
+    gemm(da.op, db.op, TensorView{}, dout.view());
+    return dout.download();
+  };
+  const uint64_t before = cuda::gemm_detail::fused_fp4_launches();
+  const HostTensor forced = run(GemmPlan::kFusedFp4);
+  EXPECT_EQ(cuda::gemm_detail::fused_fp4_launches(), before);
+  const HostTensor plain = run(GemmPlan::kDequantBf16);
+  EXPECT_TRUE(bytes_equal(forced, 0, plain, 0, m * n * 4));
+}
+
+}  // namespace
+}  // namespace f46::test
