@@ -29,22 +29,23 @@ fi
 tail -4 "$OUT/build.log"
 
 FILTER='ModesShapes/CudaQuantizeVsCpu.*:CudaQuantize*.*:CudaAmax.*:CudaPad.*'
+T_TESTS=${T_TESTS:-150}; T_SAN=${T_SAN:-80}; T_BENCH=${T_BENCH:-90}  # seconds per step
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
-  "$TESTS" --gtest_filter="$FILTER" --gtest_brief=1 > "$OUT/tests.log" 2>&1
+  timeout "$T_TESTS" "$TESTS" --gtest_filter="$FILTER" --gtest_brief=1 > "$OUT/tests.log" 2>&1
   echo "tests rc=$?"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|FAILED  \]" "$OUT/tests.log" | head -40
   grep -m20 -B1 -A4 "Failure" "$OUT/tests.log" | head -80
 fi
 if [ "$WHAT" = all ] || [ "$WHAT" = sanitize ]; then
   SMALL='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaAmax.NaNPropagates:CudaPad.*'
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$TESTS" \
+  timeout "$T_SAN" compute-sanitizer --tool memcheck --error-exitcode 9 "$TESTS" \
     --gtest_filter="$SMALL" --gtest_brief=1 > "$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
-  RACE='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mse16x16_rowcol_48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*grad_group_sr_48x80_float32:CudaPad.*'
-  compute-sanitizer --tool racecheck --error-exitcode 9 "$TESTS" \
+  RACE='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mse16x16_rowcol_48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mae_rowcol_129x160_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*grad_group_sr_48x80_float32:CudaPad.*'
+  timeout "$T_SAN" compute-sanitizer --tool racecheck --error-exitcode 9 "$TESTS" \
     --gtest_filter="$RACE" --gtest_brief=1 > "$OUT/racecheck.log" 2>&1
   echo "racecheck rc=$?"; tail -3 "$OUT/racecheck.log"
 fi
 if [ "$WHAT" = all ] || [ "$WHAT" = bench ]; then
-  "$BENCH" 30 2>&1 | tee "$OUT/bench.log"
+  timeout "$T_BENCH" "$BENCH" 30 2>&1 | tee "$OUT/bench.log"
 fi

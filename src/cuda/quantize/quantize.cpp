@@ -98,12 +98,10 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   l.tile16 = tile16;
   l.tile_kernel = tile16 || cfg.columnwise;
   l.shared_bytes = shared;
-  if (l.tile_kernel) {
-    const int64_t gy = ceil_div(rows, kTileRows * kTilesPerCta);
-    F46_CHECK(gy <= 65535, "quantize: too many rows for the tile grid: ", rows);
-    l.grid = dim3(grid_x(cols, kTileCols), static_cast<unsigned>(gy));
+  if (l.tile_kernel) {  // one CTA per 64x64 tile at most, clamped to resident CTAs
+    l.grid = dim3(grid_x(ceil_div(rows, kTileRows) * ceil_div(cols, kTileCols), 1));
   } else {
-    l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads * kRowBlocksPerThread));
+    l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads));  // clamped to resident CTAs
   }
   const cudaStream_t stream = stream_of(ctx);
   switch (x.dtype) {

@@ -7,16 +7,45 @@
 
 namespace f46::cuda {
 
+// CTAs of `kernel` that fit on the device at once (the persistent rows kernel's grid bound).
+// Also lets `kernel` take `shared_bytes` of dynamic shared memory (staged group offsets, up to
+// kMaxGroups * 4 bytes) beyond the 48 KB default next to its static shared memory.
+template <typename K>
+unsigned resident_ctas(K kernel, int threads, size_t shared_bytes) {
+  if (shared_bytes > 0)
+    F46_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(shared_bytes)));
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    F46_CHECK_CUDA(cudaGetDevice(&dev));
+    F46_CHECK_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  int per_sm = 0;
+  F46_CHECK_CUDA(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes));
+  return static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
+}
+
 template <typename T, QuantMode M>
 void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
   if (!l.tile_kernel) {
-    quantize_rows_1x16_kernel<T, M><<<l.grid, kRowThreads, l.shared_bytes, stream>>>(p);
+    const unsigned max_ctas =
+        resident_ctas(quantize_rows_1x16_kernel<T, M>, kRowThreads, l.shared_bytes);
+    const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
+    quantize_rows_1x16_kernel<T, M><<<grid, kRowThreads, l.shared_bytes, stream>>>(p);
     F46_CHECK_LAUNCH("quantize_rows_1x16_kernel");
   } else if (l.tile16) {
-    quantize_tile_kernel<T, M, true><<<l.grid, kTileThreads, l.shared_bytes, stream>>>(p);
+    const unsigned max_ctas =
+        resident_ctas(quantize_tile_kernel<T, M, true>, kTileThreads, l.shared_bytes);
+    const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
+    quantize_tile_kernel<T, M, true><<<grid, kTileThreads, l.shared_bytes, stream>>>(p);
     F46_CHECK_LAUNCH("quantize_tile_kernel<16x16>");
   } else {
-    quantize_tile_kernel<T, M, false><<<l.grid, kTileThreads, l.shared_bytes, stream>>>(p);
+    const unsigned max_ctas =
+        resident_ctas(quantize_tile_kernel<T, M, false>, kTileThreads, l.shared_bytes);
+    const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
+    quantize_tile_kernel<T, M, false><<<grid, kTileThreads, l.shared_bytes, stream>>>(p);
     F46_CHECK_LAUNCH("quantize_tile_kernel<1x16>");
   }
 }

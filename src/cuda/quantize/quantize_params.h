@@ -39,14 +39,14 @@ struct QuantizeParams {
   int64_t scales_t_stride = 0;
 };
 
-// Rowwise-only 1x16 kernel: one thread per 16-element block.
+// Rowwise-only 1x16 kernel: persistent CTAs of kRowThreads, one 16-element block per thread
+// per step, kRowRingBytes of shared memory per thread for the blocks in flight.
 inline constexpr int kRowThreads = 256;
-inline constexpr int kRowBlocksPerThread = 4;  // loads of all 4 issued before any compute
+inline constexpr int kRowRingBytes = 128;
 // Tile kernel (16x16 blocks and/or the columnwise output): a kTileRows x kTileCols tile of x
 // per CTA, one thread per 16-element block of each output, transposed in shared memory.
 inline constexpr int kTileRows = 64;
 inline constexpr int kTileCols = 64;
 inline constexpr int kTileThreads = kTileRows * kTileCols / 16;  // 256
-inline constexpr int kTilesPerCta = 2;  // vertically stacked tiles; both loaded up front
 
 }  // namespace f46::cuda

@@ -1,0 +1,161 @@
+// Scalar pieces of the CUDA quantizer's fast path (host + device, so the CPU tests check them
+// against common/numerics.h without a GPU: tests/cpp/cuda/test_cuda_quantize_math.cpp).
+// Each is an exact rewrite of the reference for the inputs the fast path admits (quantize_block.cuh
+// checks those conditions per block and falls back to the reference otherwise):
+//   - round_to_grid: E2M1 rounding of 0 <= v < 7 (no clamp needed: (6, 7) rounds to 6) in two
+//     FMAs: with b = 2^floor(log2(max(v, 1))) (1, 2 or 4), g = RN(2^22 b + v) lies in the binade
+//     [2^22 b, 2^23 b) whose quantum b/2 is the E2M1 step of v's binade (0.5 for v < 2), and
+//     2^22 b is a multiple of it, so g - 2^22 b (exact) is v rounded to the grid; a midpoint
+//     goes to the even multiple, i.e. the even code (N5). Checked for every float in [0, 7).
+//   - round_to_grid_floor: the same with the first FMA rounded toward zero: the grid value
+//     below v (the `lo` of stochastic rounding, N6).
+//   - the approximate 4/6 error and its bound (approx_bound_*), see quantize_block.cuh.
+#pragma once
+
+#include <cfenv>
+#include <cmath>
+#include <cstdint>
+
+#include "common/numerics.h"
+
+namespace f46::cuda::grid {
+
+inline constexpr float k2p22 = 4194304.0f;                    // 2^22
+inline constexpr float k2m126 = 1.17549435082228750797e-38f;  // 2^-126
+inline constexpr float k2m25 = 2.98023223876953125e-08f;      // 2^-25
+
+F46_HD float fma_rn(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
+F46_HD float fabs_(float v) {  // |v| as an operand modifier on the device
+#if defined(__CUDA_ARCH__)
+  return fabsf(v);
+#else
+  return std::fabs(v);
+#endif
+}
+F46_HD float fmax1(float v) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(v, 1.0f);
+#else
+  return std::fmax(v, 1.0f);
+#endif
+}
+
+// 2^floor(log2(max(v, 1))) for finite v >= 0: the E2M1 step of v's binade is half of it.
+F46_HD float binade(float v) { return num::from_bits(num::bits(fmax1(v)) & 0x7F800000u); }
+
+// The E2M1 grid value nearest to v (ties to the even code) for 0 <= v < 7 (N5 after the clamp).
+F46_HD float round_to_grid(float v) {
+  const float b = binade(v);
+  const float g = fma_rn(b, k2p22, v);  // RN(2^22 b + v)
+  return fma_rn(-b, k2p22, g);          // exact
+}
+
+// The E2M1 grid value at or below v, 0 <= v <= 6 (the `lo` of N6): the first FMA rounded
+// toward zero truncates to the step.
+F46_HD float floor_to_grid(float v) {
+  const float b = binade(v);
+#if defined(__CUDA_ARCH__)
+  const float g = __fmaf_rz(b, k2p22, v);
+#else
+  const int mode = std::fegetround();
+  std::fesetround(FE_TOWARDZERO);
+  const float g = std::fma(b, k2p22, v);
+  std::fesetround(mode);
+#endif
+  return fma_rn(-b, k2p22, g);  // exact
+}
+
+// 3-bit E2M1 magnitude code of a grid value, at bits 22..24: g * 2^-126 has the E2M1 bit
+// pattern there (0.5 -> sub-normal 2^-127 = 1 << 22, ..., 6 -> 1.5 * 2^-124 = 7 << 22).
+F46_HD uint32_t code_bits22(float g) { return num::bits(num::mul(g, k2m126)); }
+
+// The fast-path conditions of quantize_block.cuh: C1 (codes; also no NaN/Inf in the block, inv
+// finite) and C2 (the exact error rewrite: every val of the candidate normal and finite).
+F46_HD bool codes_fast_ok(float block_amax, float inv) { return num::mul(block_amax, inv) < 7.0f; }
+F46_HD bool error_fast_ok(float sf, float amax) {
+  if (sf == 0.0f || amax == 0.0f) return amax <= num::kFltMax;
+  const float y = num::mul(sf, amax);
+  return y >= 7.88860905e-31f && y <= 3.32306999e+35f;  // 2^-100, 2^118
+}
+
+// Bounds on |exact error - approximate error| of one candidate (quantize_block.cuh,
+// "approximate errors"), from the approximate error e and K = RN(RN(sf * A) / (6 * bound)) (~ the
+// value of grid point 1), for n rows (1, or 16 for a tile). u = 2^-24. The derivations:
+//  MAE: per element |d - d'| <= 24.01 u K + 2.0001 u |d| (val and q*K each within 2.0001 u of
+//       q * sf * A / (6 bound), q <= 6; two roundings of d); the in-order sums add <= 15.01 u of
+//       each sum; so a row differs by <= u (32.1 e + 385 K), a tile (tree of 4 levels) by
+//       <= u (41.1 e + 6180 K). Used: 2^-17 (e + 8 n K) (2.6x margin or more).
+//  MSE: |d| <= 7.002 K (v < 7), |d - d'| <= 38.02 u K, |d^2 - d'^2| <= 532.7 u K^2; row <=
+//       u (8524 K^2 + 32.2 e), tile <= u (136384 K^2 + 40.3 e). Used: 2^-10 n K^2 + 2^-17 e.
+//  abs_max: <= max |d - d'| <= 38.02 u K for a row and a tile. Used: 2^-17 K.
+// Each adds 2^-120 for the absolute rounding errors of sub-normal intermediates (< 2^-144).
+F46_HD float approx_bound_mae(float e, float k, float n) {
+  return num::add(num::add(num::mul(num::mul(k, 6.103515625e-05f), n),  // 2^-14 n K
+                           num::mul(e, 7.62939453125e-06f)),            // 2^-17 e
+                  7.52316384526264005e-37f);                            // 2^-120
+}
+F46_HD float approx_bound_mse(float e, float k, float n) {
+  return num::add(num::add(num::mul(num::mul(num::mul(k, k), 9.765625e-04f), n),  // 2^-10 n K^2
+                           num::mul(e, 7.62939453125e-06f)),
+                  7.52316384526264005e-37f);
+}
+F46_HD float approx_bound_absmax(float k) {
+  return num::add(num::mul(k, 7.62939453125e-06f), 7.52316384526264005e-37f);
+}
+
+// RN(t / d) for t = 0 or |t| in [2^-100, 2^120], d = 6 * bound (1536 or 2688), rd = RN(1/d)
+// (Markstein: q = RN(t rd) is faithful, r = t - q d exact, RN(q + r rd) correctly rounded).
+F46_HD float div_by(float t, float d, float rd) {
+  const float q = num::mul(t, rd);
+  return fma_rn(fma_rn(-q, d, t), rd, q);
+}
+// RN(b / 6): Markstein as div_by for b >= 2^-100 (checked for every float up to FLT_MAX; it
+// fails only for b < 2^-125), the true division below.
+F46_HD float div6(float b) {
+  if (!(b >= 7.88860905e-31f)) return num::div(b, 6.0f);
+  return div_by(b, 6.0f, 0.16666667163372039795f);
+}
+
+// Approximate error (quantize_block.cuh) of one candidate: grid values g of |x| * inv,
+// K = RN(RN(sf A) / (6 bound)); d' = RN(g K - |x|).
+template <Rule R>
+F46_HD float approx_error(const float* x, const float* g, float k) {
+  float err = 0.0f;
+  for (int i = 0; i < 16; ++i) {
+    const float d = fma_rn(g[i], k, -fabs_(x[i]));
+    if constexpr (R == Rule::kMSE)
+      err = fma_rn(d, d, err);
+    else if constexpr (R == Rule::kAbsMax)
+      err = fabs_(d) > err ? fabs_(d) : err;  // no NaN here
+    else
+      err = num::add(err, fabs_(d));
+  }
+  return err;
+}
+// Exact error (N3.3) from the grid values when C1 and C2 hold: with g = 2^e m (m = 1 or 1.5),
+// val = E * vm exactly, E = g without its mantissa bit (2^e or 0), vm = v1 or v15.
+template <Rule R>
+F46_HD float exact_error(const float* x, const float* g, float sf, float amax, float d, float rd) {
+  const float v1 = div_by(num::mul(sf, amax), d, rd);
+  const float v15 = div_by(num::mul(num::mul(1.5f, sf), amax), d, rd);
+  float err = 0.0f;
+  for (int i = 0; i < 16; ++i) {
+    const uint32_t gb = num::bits(g[i]), mb = gb & 0x400000u;  // mantissa bit: 1.5, 3, 6
+    const float dd = fma_rn(num::from_bits(gb - mb), mb ? v15 : v1, -fabs_(x[i]));
+    if constexpr (R == Rule::kMSE)
+      err = num::add(err, num::mul(dd, dd));
+    else if constexpr (R == Rule::kAbsMax)
+      err = num::max_keep_nan(err, fabs_(dd));
+    else
+      err = num::add(err, fabs_(dd));
+  }
+  return err;
+}
+
+}  // namespace f46::cuda::grid

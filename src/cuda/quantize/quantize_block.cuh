@@ -1,0 +1,263 @@
+// Quantization of one 16-element block (or one row of a 16x16 tile, cooperating with the 15
+// other rows of its tile in the same 16-lane half-warp), bitwise equal to the CPU reference
+// (tests/cpp/cuda/test_cuda_quantize*.cpp). The fast path, per element and candidate:
+//   v = |x| * inv; g = round_to_grid(v) (grid_math.h, 4 instructions, no clamp);
+// the codes come from the chosen candidate's g, the signs from x (nibble bit 3).
+//
+// 4/6 decision without the exact error of every block ("approximate errors"): the error of a
+// candidate only matters through the comparison err4 < err6 (N3.5). Each candidate's error is
+// first computed with d' = RN(g * K - |x|) (one FMA; K = RN(RN(sf * A) / (6 bound)) is the value
+// of grid point 1, while the reference rounds val = RN(RN(g * sf * A) / (6 bound)) first; the
+// error uses |x| because |val - x| is symmetric in the sign). grid_math.h bounds
+// |exact - approximate| by B (per rule); when |e4' - e6'| > B4 + B6 the exact errors compare
+// the same way and cannot tie, so the decision is exact. Otherwise (rare: near-ties, constructed
+// data) the exact errors are computed from the same g: with g = 2^e * m (m = 1 or 1.5),
+// val = 2^e * RN(RN(m * sf * A) / (6 bound)) because scaling by 2^e commutes with RN while every
+// intermediate is normal and finite, which the fast-path condition guarantees:
+//   C1: RN(b * inv) < 7 for the block amax b (so every v < 7, no NaN, no Inf, inv finite);
+//   C2: sf * A = 0 with A finite, or RN(sf * A) in [2^-100, 2^118].
+// Blocks failing C1/C2 take the reference path (block_math.cuh).
+#pragma once
+
+#include <cstdint>
+
+#include "common/numerics.h"
+#include "cuda/quantize/block_math.cuh"
+#include "cuda/quantize/grid_math.h"
+#include "cuda/quantize/quantize_params.h"
+
+namespace f46::cuda {
+
+// ---- fast-path pieces -----------------------------------------------------------------------
+__device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either is NaN
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ bool codes_fast_ok(float block_amax, float inv) {
+  return grid::codes_fast_ok(block_amax, inv);
+}
+__device__ __forceinline__ bool error_fast_ok(float sf, float amax) {
+  return grid::error_fast_ok(sf, amax);
+}
+// E4M3 bytes (N1.3) of lo and hi in one conversion (round to nearest even, saturating at 448):
+// bits 0..7 lo, 8..15 hi. For 0 <= lo, hi < 2^100 equal to num::e4m3_from_float(min(., 448)).
+__device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+__device__ __forceinline__ bool e4m3x2_ok(float base) {
+  return base >= 0.0f && base < 1.26765060e+30f;  // 2^100
+}
+// Both 4/6 candidate scale bytes (N3.1): bits 0..7 scale6, 8..15 scale4.
+__device__ __forceinline__ uint32_t scales_4over6(float block_amax, float s_enc) {
+  const float base = num::mul(grid::div6(block_amax), s_enc);
+  if (e4m3x2_ok(base)) return e4m3x2(base, num::mul(base, 1.5f));
+  return num::scale_map6(block_amax, s_enc) | (uint32_t{num::scale_map4(block_amax, s_enc)} << 8);
+}
+__device__ __forceinline__ uint8_t scale_one(float base) {
+  return e4m3x2_ok(base) ? static_cast<uint8_t>(e4m3x2(base, 0.0f))
+                         : num::e4m3_from_float(num::min_keep_nan(base, num::kE4M3Max));
+}
+
+// Per-scale-byte constants of a global amax: x = inv (N3.2), y = K = RN(RN(sf A) / (6 bound))
+// when C2 holds, NaN otherwise. The kernels tabulate them per CTA for its first row's amax.
+__device__ __forceinline__ float2 scale_entry(uint32_t s, const GlobalScale& g,
+                                              const ErrorConsts& c) {
+  const float sf = e4m3_value(static_cast<uint8_t>(s));
+  const float inv = num::min_keep_nan(num::div(1.0f, num::mul(sf, g.s_dec)), num::kFltMax);
+  const float k =
+      error_fast_ok(sf, g.amax) ? div_denom(num::mul(sf, g.amax), c) : num::from_bits(0x7FC00000u);
+  return make_float2(inv, k);
+}
+// A table of scale_entry for the 256 scale bytes, or null (then each block computes its own).
+__device__ __forceinline__ float2 scale_lookup(const float2* tab, uint32_t s, const GlobalScale& g,
+                                               const ErrorConsts& c) {
+  return tab != nullptr ? tab[s] : scale_entry(s, g, c);
+}
+
+// Grid values of |x| * inv (C1 holds).
+__device__ __forceinline__ void grid_values(const float (&x)[16], float inv, float (&g)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) g[i] = grid::round_to_grid(num::mul(fabsf(x[i]), inv));
+}
+
+template <QuantMode M>
+__device__ __forceinline__ float approx_bound(float e, float k, float n) {
+  if constexpr (M == QuantMode::kMSE) return grid::approx_bound_mse(e, k, n);
+  if constexpr (M == QuantMode::kAbsMax) return grid::approx_bound_absmax(k);
+  return grid::approx_bound_mae(e, k, n);
+}
+
+// Bit 4i+3 = sign bit of x[i], i < 8: the top bytes of x[0], x[2], x[4], x[6] (even nibbles)
+// and x[1], x[3], x[5], x[7] (odd nibbles) gathered by byte permutes, then masked.
+__device__ __forceinline__ uint32_t sign_nibbles8(const float* x) {
+  const uint32_t e0 = __byte_perm(num::bits(x[0]), num::bits(x[2]), 0x0073);
+  const uint32_t e1 = __byte_perm(num::bits(x[4]), num::bits(x[6]), 0x0073);
+  const uint32_t o0 = __byte_perm(num::bits(x[1]), num::bits(x[3]), 0x0073);
+  const uint32_t o1 = __byte_perm(num::bits(x[5]), num::bits(x[7]), 0x0073);
+  const uint32_t even = __byte_perm(e0, e1, 0x5410), odd = __byte_perm(o0, o1, 0x5410);
+  return ((even >> 4) & 0x08080808u) | (odd & 0x80808080u);
+}
+__device__ __forceinline__ uint64_t sign_nibbles(const float (&x)[16]) {
+  return sign_nibbles8(x) | (static_cast<uint64_t>(sign_nibbles8(x + 8)) << 32);
+}
+
+// Magnitude codes of 16 grid values at nibbles 0..15: code << 4j = (code << 22) >> (22 - 4j),
+// a multiply-high (j < 6) or a multiply (j = 6, 7) that accumulates.
+__device__ __forceinline__ uint32_t pack_magnitudes8(const float* g) {
+  uint32_t w = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const uint32_t c = grid::code_bits22(g[j]);
+    w += j < 6 ? __umulhi(c, 1u << (10 + 4 * j)) : c << (4 * j - 22);
+  }
+  return w;
+}
+__device__ __forceinline__ uint64_t pack_magnitudes(const float (&g)[16]) {
+  return pack_magnitudes8(g) | (static_cast<uint64_t>(pack_magnitudes8(g + 8)) << 32);
+}
+
+// 16x16 tile: combine the 16 row errors of a half-warp with the pairwise tree of N3.4
+// (lane i adds lane i+w for w = 8, 4, 2, 1) and broadcast lane 0's total.
+template <QuantMode M>
+__device__ __forceinline__ float tile_error_tree(float e, unsigned half_mask) {
+#pragma unroll
+  for (int w = 8; w >= 1; w >>= 1) {
+    const float o = __shfl_down_sync(half_mask, e, w, 16);
+    e = M == QuantMode::kAbsMax ? num::max_keep_nan(e, o) : num::add(e, o);
+  }
+  return __shfl_sync(half_mask, e, 0, 16);
+}
+
+// Stochastic codes (N6) of 16 values under `inv`, element index of x[0] `sr_index` (% 4 == 0).
+// lo = the grid value below a = min(|x| inv, 6) (round_to_grid with the first FMA rounded toward
+// zero), step = b/2; the reference's u < (a - lo) / step is u * step < a - lo, both sides exact.
+__device__ __forceinline__ uint64_t stochastic_codes(const float (&x)[16], float inv, uint64_t seed,
+                                                     uint64_t offset, uint64_t sr_index) {
+  uint64_t codes = 0;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint64_t q = (sr_index >> 2) + k;
+    const num::U32x4 r =
+        num::philox4x32_10(static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32),
+                           static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32),
+                           static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int i = 4 * k + j;
+      const float a = fminf(num::mul(fabsf(x[i]), inv), 6.0f);  // NaN -> 6
+      const float b = grid::binade(a), lo = grid::floor_to_grid(a);
+      const float u_step = num::mul(__uint2float_rn(r.v[j] >> 8), num::mul(b, grid::k2m25));
+      const uint32_t c = grid::code_bits22(lo) + (u_step < num::sub(a, lo) ? (1u << 22) : 0u);
+      codes |= static_cast<uint64_t>(c >> 22) << (4 * i);
+    }
+  }
+  return codes;
+}
+
+// Quantize 16 values x (already RHT-transformed when enabled) with global amax `g.amax`.
+// kTile: the block is one row of a 16x16 tile held by the 16 lanes of this half-warp
+// (half_mask); the tile shares one scale (N1.4, N3.4). `sr_index`: element index of x[0] for
+// stochastic rounding (N6).
+template <QuantMode M, bool kTile>
+__device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const GlobalScale& g,
+                                                     const ErrorConsts& c, bool stochastic,
+                                                     uint64_t seed, uint64_t offset,
+                                                     uint64_t sr_index, unsigned half_mask,
+                                                     const float2* tab) {
+  const float amax = g.amax;
+  // Block amax (N9) with a NaN-propagating max: equal to the integer max of the |x| bits except
+  // for the NaN payload, which no output depends on (a NaN block amax gives scale 0x7F).
+  float block_amax = fabsf(x[0]);
+#pragma unroll
+  for (int i = 1; i < 16; ++i) block_amax = max_nan(block_amax, fabsf(x[i]));
+  if constexpr (kTile) {
+#pragma unroll
+    for (int w = 8; w >= 1; w >>= 1)
+      block_amax = max_nan(block_amax, __shfl_xor_sync(half_mask, block_amax, w, 16));
+  }
+  const float s_enc = g.s_enc, s_dec = g.s_dec;
+  constexpr bool kErrorRule =
+      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
+
+  uint8_t scale;
+  float inv;
+  float gv[16];  // grid values of the chosen candidate (fast path)
+  bool fast;
+  if constexpr (!kErrorRule) {
+    if constexpr (M == QuantMode::kGradient) {  // N4
+      scale = scale_one(num::mul(block_amax, num::mul(s_enc, 1.0f / 6.0f)));
+    } else {
+      const uint32_t s64 = scales_4over6(block_amax, s_enc);
+      scale = static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
+    }
+    inv = scale_lookup(tab, scale, g, c).x;
+    if (stochastic) {
+      const uint64_t mags = stochastic_codes(x, inv, seed, offset, sr_index);
+      const bool clean = !num::is_nan(block_amax) && !num::is_nan(inv);
+      Block16 xb;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+      return BlockCodes{mags | (clean ? sign_nibbles(x) : reference_signs(xb, inv)), scale};
+    }
+    fast = codes_fast_ok(block_amax, inv);
+    if (fast) grid_values(x, inv, gv);
+  } else {
+    const uint32_t s64 = scales_4over6(block_amax, s_enc);
+    const uint8_t s6 = static_cast<uint8_t>(s64), s4 = static_cast<uint8_t>(s64 >> 8);
+    const float2 t6 = scale_lookup(tab, s6, g, c), t4 = scale_lookup(tab, s4, g, c);
+    const float inv6 = t6.x, inv4 = t4.x, k6 = t6.y, k4 = t4.y;
+    // Uniform over a tile's half-warp: b, the scales and A are the tile's. k is NaN unless C2.
+    fast =
+        codes_fast_ok(block_amax, inv6) && codes_fast_ok(block_amax, inv4) && k6 == k6 && k4 == k4;
+    bool four = false;
+    if (fast) {
+      float g6[16], g4[16];
+      grid_values(x, inv6, g6);
+      grid_values(x, inv4, g4);
+      if (s4 != s6) {  // equal scales give equal errors: 6 (N3.5)
+        float e6 = grid::approx_error<rule_of<M>()>(x, g6, k6);
+        float e4 = grid::approx_error<rule_of<M>()>(x, g4, k4);
+        if constexpr (kTile) {
+          e6 = tile_error_tree<M>(e6, half_mask);
+          e4 = tile_error_tree<M>(e4, half_mask);
+        }
+        const float n = kTile ? 16.0f : 1.0f;
+        const float bound = num::add(approx_bound<M>(e6, k6, n), approx_bound<M>(e4, k4, n));
+        if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided: the exact errors
+          e6 = grid::exact_error<rule_of<M>()>(x, g6, e4m3_value(s6), amax, c.denom, c.rdenom);
+          e4 = grid::exact_error<rule_of<M>()>(x, g4, e4m3_value(s4), amax, c.denom, c.rdenom);
+          if constexpr (kTile) {
+            e6 = tile_error_tree<M>(e6, half_mask);
+            e4 = tile_error_tree<M>(e4, half_mask);
+          }
+        }
+        four = num::pick_map4(e4, e6);  // N3.5
+      }
+#pragma unroll
+      for (int i = 0; i < 16; ++i) gv[i] = four ? g4[i] : g6[i];
+    } else {  // the reference
+      Block16 xb;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+      const float2 e = reference_errors(xb, s6, s4, s_dec, amax, c.bound, rule_of<M>());
+      float e6 = e.x, e4 = e.y;
+      if constexpr (kTile) {
+        e6 = tile_error_tree<M>(e6, half_mask);
+        e4 = tile_error_tree<M>(e4, half_mask);
+      }
+      four = num::pick_map4(e4, e6);
+    }
+    scale = four ? s4 : s6;
+    inv = four ? inv4 : inv6;
+  }
+  if (fast) return BlockCodes{pack_magnitudes(gv) | sign_nibbles(x), scale};
+  Block16 xb;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+  return BlockCodes{reference_codes(xb, inv), scale};
+}
+
+}  // namespace f46::cuda
