@@ -191,7 +191,6 @@ void check_rule(const char* name) {
   }
   // The fast path must cover most blocks, and the decision must rarely need the exact errors
   // except for the constructed midpoint blocks (kind 3).
-              undecided, exact_ties);
   EXPECT_GT(fast, total / 2) << name;
   EXPECT_LT(undecided, total / 5) << name << " undecided " << undecided << " ties " << exact_ties;
 }
