@@ -24,11 +24,11 @@ bool fused_fp4_supported(const QuantizedOperand& a, const QuantizedOperand& b, i
   const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
   const int nb = b.codes.ndim;
   const int64_t es = dtype_size(out.dtype);
-  return k > 0 && k % FusedTraits::kBK == 0 && groups >= 1 &&
-         groups <= FusedTraits::kMaxGroups && m <= INT32_MAX && n <= INT32_MAX &&
-         a.scope != AmaxScope::kRow && a.codes.strides[1] == 1 && a.scales.strides[1] == 1 &&
-         b.codes.strides[nb - 1] == 1 && b.scales.strides[nb - 1] == 1 &&
-         aligned(a.codes.data, 16) && a.codes.strides[0] % 16 == 0 && aligned(b.codes.data, 16) &&
+  return k > 0 && k % FusedTraits::kBK == 0 && groups >= 1 && groups <= FusedTraits::kMaxGroups &&
+         m <= INT32_MAX && n <= INT32_MAX && a.scope != AmaxScope::kRow &&
+         a.codes.strides[1] == 1 && a.scales.strides[1] == 1 && b.codes.strides[nb - 1] == 1 &&
+         b.scales.strides[nb - 1] == 1 && aligned(a.codes.data, 16) &&
+         a.codes.strides[0] % 16 == 0 && aligned(b.codes.data, 16) &&
          b.codes.strides[nb - 2] % 16 == 0 && (nb == 2 || b.codes.strides[0] % 16 == 0) &&
          aligned(a.scales.data, 2) && a.scales.strides[0] % 2 == 0 && aligned(b.scales.data, 2) &&
          b.scales.strides[nb - 2] % 2 == 0 && (nb == 2 || b.scales.strides[0] % 2 == 0) &&

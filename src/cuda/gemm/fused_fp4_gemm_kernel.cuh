@@ -112,7 +112,8 @@ __device__ int fused_schedule(const FusedArgs& p, FusedSmem& s, int n_tiles) {
   const int g0 = min(p.groups, static_cast<int>(threadIdx.x) * per), g1 = min(p.groups, g0 + per);
   int cmax = 0;
   for (int g = g0; g < g1; ++g) cmax = max(cmax, p.offs[g]);
-  int run = fused_block_exclusive_scan(cmax, 0, [](int x, int y) { return max(x, y); }, s.scan);
+  int run = fused_block_exclusive_scan(
+      cmax, 0, [](int x, int y) { return max(x, y); }, s.scan);
   const int first_prev = min(run, p.m);
   int prev = first_prev, count = 0;
   for (int g = g0; g < g1; ++g) {
@@ -122,7 +123,8 @@ __device__ int fused_schedule(const FusedArgs& p, FusedSmem& s, int n_tiles) {
     count += (e - prev + kBM - 1) / kBM * n_tiles;
     prev = e;
   }
-  int tiles = fused_block_exclusive_scan(count, 0, [](int x, int y) { return x + y; }, s.scan);
+  int tiles = fused_block_exclusive_scan(
+      count, 0, [](int x, int y) { return x + y; }, s.scan);
   prev = first_prev;
   for (int g = g0; g < g1; ++g) {
     tiles += (s.ends[g] - prev + kBM - 1) / kBM * n_tiles;
@@ -144,7 +146,8 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
   extern __shared__ char smem_raw[];
   // 1024-byte aligned (the 128-byte swizzle repeats every 8 rows); offset arithmetic on the
   // shared array keeps the accesses in the shared state space (STS/LDS, not generic).
-  const uint32_t pad = (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
+  const uint32_t pad =
+      (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
   FusedSmem& s = *reinterpret_cast<FusedSmem*>(smem_raw + pad);
   const int tid = threadIdx.x;
   const int n_tiles = (p.n + kBN - 1) / kBN;
@@ -177,7 +180,10 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
     int lo = 0, hi = p.groups - 1;  // the group of tile t: first g with tile_ends[g] > t
     while (lo < hi) {
       const int mid = (lo + hi) >> 1;
-      if (s.tile_ends[mid] > t) hi = mid; else lo = mid + 1;
+      if (s.tile_ends[mid] > t)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     const int g = lo;
     const int g_start = g == 0 ? 0 : s.ends[g - 1];
