@@ -89,6 +89,28 @@ TEST(CudaQuantizeEdge, ExtremeMagnitudes) {
   }
 }
 
+// The edges of the fast path's conditions (src/cuda/quantize/quantize_block.cuh): RN(sf * A)
+// ~ block amax * bound straddling 2^-100 and 2^118 (C2), and E4M3 sub-normal scales swept so
+// that RN(b * inv) crosses 7 (C1), with both candidates' scales on either side. A wrong fast path
+// or a wrong boundary gives codes or scales different from the reference.
+TEST(CudaQuantizeEdge, FastPathBoundaries) {
+  F46_SKIP_WITHOUT_CUDA();
+  for (int e : {-110, -109, -108, -107, -106, 108, 109, 110, 111}) {
+    std::vector<float> v = random_values(32 * 64, 40 + e, Dist::kGaussian, 1.0f);
+    for (size_t i = 0; i < v.size(); ++i)  // block amaxes 2^(e-3) .. 2^(e+1)
+      v[i] = std::ldexp(v[i] * 0.25f, e - static_cast<int>((i / 16) % 4));
+    const HostTensor x = make_matrix(DType::kFloat32, 32, 64, v);
+    check_all_modes(x, tensor_amax(host_amax(v)), "C2 edge 2^" + std::to_string(e));
+  }
+  std::vector<float> v = random_values(16 * 64, 41, Dist::kStudentT, 1.0f);
+  const HostTensor x = make_matrix(DType::kFloat32, 16, 64, v);
+  const float b = host_amax(v);
+  for (int k = 0; k <= 48; ++k) {  // base = b * bound / A from 2^-11 to 2^-5: sub-normal scales
+    const float base = std::ldexp(1.0f + (k % 8) / 8.0f, -11 + k / 8);
+    check_all_modes(x, tensor_amax(b * 256.0f / base), "C1 sweep " + std::to_string(k));
+  }
+}
+
 // NaN and Inf inside blocks, in the global amax, and an amax of 0 with non-zero data.
 TEST(CudaQuantizeEdge, NonFinite) {
   F46_SKIP_WITHOUT_CUDA();
