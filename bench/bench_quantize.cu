@@ -2,7 +2,7 @@
 // dequantize) on bf16 inputs, against the device-copy bandwidth measured in the same run.
 // Bytes = minimal bytes read + written. CUDA events, warm-up, median of many launches,
 // inputs rotated between launches (each larger than the 60 MB L2).
-//   bench_quantize [iters]
+//   bench_quantize [iters] [mode-substring]
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -76,6 +76,8 @@ void fill_bf16(void* dev, int64_t n, uint32_t seed) {
 int main(int argc, char** argv) {
   using namespace f46;
   const int iters = argc > 1 ? std::atoi(argv[1]) : 30;
+  const char* only = argc > 2 ? argv[2] : nullptr;  // run the modes whose name contains it
+  auto wanted = [&](const char* mode) { return only == nullptr || std::strstr(mode, only); };
   cudaStream_t stream;
   BENCH_CUDA(cudaStreamCreate(&stream));
   Context ctx;
@@ -149,6 +151,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     };
     auto run_q = [&](const char* mode, QuantizeConfig cfg, const GlobalAmax& g, double bytes) {
+      if (!wanted(mode)) return;
       report(mode, median_us(stream, iters, [&](int i) { quantize(xview(i), g, cfg, out, ctx); }),
              bytes);
     };
@@ -187,22 +190,25 @@ int main(int argc, char** argv) {
     acfg.scope = AmaxScope::kGroup;
     acfg.offsets = grp.offsets;
     TensorView amax_out = grp.amax;
-    report("group amax (128)",
-           median_us(stream, iters, [&](int i) { f46::amax(xview(i), acfg, amax_out, ctx); }),
-           in_b);
-    report("group amax (128) + quantize MAE",
-           median_us(stream, iters,
-                     [&](int i) {
-                       f46::amax(xview(i), acfg, amax_out, ctx);
-                       quantize(xview(i), grp, mae, out, ctx);
-                     }),
-           in_b + q_b);
+    if (wanted("group amax (128)"))
+      report("group amax (128)",
+             median_us(stream, iters, [&](int i) { f46::amax(xview(i), acfg, amax_out, ctx); }),
+             in_b);
+    if (wanted("group amax (128) + quantize MAE"))
+      report("group amax (128) + quantize MAE",
+             median_us(stream, iters,
+                       [&](int i) {
+                         f46::amax(xview(i), acfg, amax_out, ctx);
+                         quantize(xview(i), grp, mae, out, ctx);
+                       }),
+             in_b + q_b);
 
     TensorView deq_v = make_view(deq, DType::kBFloat16, {R, C}, Device::kCUDA);
-    report("dequantize -> bf16",
-           median_us(stream, iters,
-                     [&](int) { dequantize(out.codes, out.scales, ga, 256.0f, deq_v, ctx); }),
-           q_b + in_b);
+    if (wanted("dequantize -> bf16"))
+      report("dequantize -> bf16",
+             median_us(stream, iters,
+                       [&](int) { dequantize(out.codes, out.scales, ga, 256.0f, deq_v, ctx); }),
+             q_b + in_b);
 
     for (int i = 0; i < kRot; ++i) cudaFree(x[i]);
     for (void* p : {static_cast<void*>(codes), static_cast<void*>(scales),

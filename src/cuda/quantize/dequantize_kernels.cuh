@@ -7,7 +7,7 @@
 #include "common/numerics.h"
 #include "cuda/common/group_offsets.cuh"
 #include "cuda/common/tensor_io.cuh"
-#include "cuda/quantize/quantize_kernels.cuh"
+#include "cuda/quantize/quantize_kernel_parts.cuh"
 
 namespace f46::cuda {
 

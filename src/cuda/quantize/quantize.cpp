@@ -40,6 +40,8 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   const int64_t rows = x.size(0), cols = x.size(1);  // x: (R, C)
   if (rows == 0 || cols == 0 || (!cfg.rowwise && !cfg.columnwise)) return;
   const bool tile16 = cfg.block == Block::k16x16;
+  F46_CHECK(rows < (int64_t{1} << 31) && cols < (int64_t{1} << 34),
+            "quantize: x must have fewer than 2^31 rows and 2^34 columns, got ", rows, " x ", cols);
   F46_CHECK(cols % 16 == 0, "quantize: x columns must be a multiple of 16, got ", cols);
   F46_CHECK(!(cfg.columnwise || tile16) || rows % 16 == 0,
             "quantize: columnwise output and 16x16 blocks need rows % 16 == 0, got ", rows);

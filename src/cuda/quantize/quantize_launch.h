@@ -12,7 +12,7 @@ namespace f46::cuda {
 
 struct QuantizeLaunch {
   QuantMode mode = QuantMode::kMAE;
-  bool tile_kernel = false;  // false: quantize_rows_1x16_kernel
+  bool tile_kernel = false;  // false: quantize_rows_kernel
   bool tile16 = false;       // 16x16 blocks (tile kernel only)
   size_t shared_bytes = 0;   // staged group offsets
   dim3 grid;

@@ -2,7 +2,8 @@
 #pragma once
 
 #include "cuda/common/cuda_check.h"
-#include "cuda/quantize/quantize_kernels.cuh"
+#include "cuda/quantize/quantize_rows_kernel.cuh"
+#include "cuda/quantize/quantize_tile_kernel.cuh"
 #include "cuda/quantize/quantize_launch.h"
 
 namespace f46::cuda {
@@ -31,10 +32,10 @@ template <typename T, QuantMode M>
 void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
   if (!l.tile_kernel) {
     const unsigned max_ctas =
-        resident_ctas(quantize_rows_1x16_kernel<T, M>, kRowThreads, l.shared_bytes);
+        resident_ctas(quantize_rows_kernel<T, M>, kRowThreads, l.shared_bytes);
     const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-    quantize_rows_1x16_kernel<T, M><<<grid, kRowThreads, l.shared_bytes, stream>>>(p);
-    F46_CHECK_LAUNCH("quantize_rows_1x16_kernel");
+    quantize_rows_kernel<T, M><<<grid, kRowThreads, l.shared_bytes, stream>>>(p);
+    F46_CHECK_LAUNCH("quantize_rows_kernel");
   } else if (l.tile16) {
     const unsigned max_ctas =
         resident_ctas(quantize_tile_kernel<T, M, true>, kTileThreads, l.shared_bytes);

@@ -1,6 +1,8 @@
 // CUDA quantize/dequantize vs the CPU reference, bitwise: every mode x shapes x input dtypes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -159,6 +161,53 @@ TEST(CudaQuantizeLarge, BitwiseEqual) {
     expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg), mode.cfg,
                           "large " + mode.name);
   }
+}
+
+// The rowwise kernel over many steps per CTA (ring wrap-around, cursors carried across rows,
+// a group amax changing inside a CTA's range): tall tensors, rowwise-only modes, uneven groups
+// (some empty, the last ending before the last row), contiguous and strided rows, 2- and 4-byte
+// inputs.
+std::vector<int32_t> uneven_offsets(int64_t R, int groups) {
+  std::vector<int32_t> offs;
+  uint32_t h = 12345u;
+  int64_t end = 0;
+  for (int g = 0; g < groups; ++g) {
+    h = h * 1664525u + 1013904223u;
+    const int64_t size = (h >> 28) < 3 ? 0 : static_cast<int64_t>((h >> 8) % (2 * R / groups));
+    end = std::min<int64_t>(end + size, R - 3);
+    offs.push_back(static_cast<int32_t>(end));
+  }
+  return offs;
+}
+
+void expect_rows_kernel_equal(DType t, int64_t rows, int64_t cols, int64_t stride) {
+  const HostTensor x = random_matrix(t, rows, cols, 31, Dist::kStudentT, 3.0f, stride);
+  for (int i : {0, 2, 15, 16, 19, 20, -1}) {
+    const Mode mode = i >= 0 ? all_modes()[static_cast<size_t>(i)]
+                             : Mode{"mse_group_rows", base(Rule::kMSE, 448.0f), AmaxScope::kGroup};
+    AmaxSpec a;
+    a.scope = mode.scope;
+    if (a.scope == AmaxScope::kGroup) a.offsets = uneven_offsets(rows, 37);
+    a.amax = amax_host(x, a.scope, a.offsets);
+    const std::string what = "rows " + mode.name + " " + std::to_string(rows) + "x" +
+                             std::to_string(cols) + " stride " + std::to_string(stride) + " " +
+                             dtype_name(t);
+    expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg), mode.cfg,
+                          what);
+  }
+}
+
+TEST(CudaQuantizeLarge, RowsKernelManySteps) {  // ~8 steps per CTA, ring of 4
+  F46_SKIP_WITHOUT_CUDA();
+  expect_rows_kernel_equal(DType::kBFloat16, 2051, 4096, 4096);
+}
+TEST(CudaQuantizeLarge, RowsKernelFloat32) {  // ring of 2
+  F46_SKIP_WITHOUT_CUDA();
+  expect_rows_kernel_equal(DType::kFloat32, 1029, 2048, 2048);
+}
+TEST(CudaQuantizeLarge, RowsKernelStrided) {  // not contiguous: one block per lane
+  F46_SKIP_WITHOUT_CUDA();
+  expect_rows_kernel_equal(DType::kBFloat16, 1031, 2048, 2056);
 }
 
 // Rows with padding (row stride > cols) and an odd row stride (no vector loads).

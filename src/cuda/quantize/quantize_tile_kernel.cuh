@@ -1,6 +1,5 @@
-// Quantization kernels (docs/numerics.md N2-N7): the rowwise 1x16 kernel (one thread per
-// 16-element block, linear over the tensor) and the tile kernel (a 64x64 tile of x per CTA,
-// rowwise and/or columnwise output from one read of x, 1x16 or 16x16 blocks).
+// Tile quantization kernel (docs/numerics.md N2-N7): a 64x64 tile of x per CTA, rowwise and/or
+// columnwise output from one read of x, 1x16 or 16x16 blocks.
 #pragma once
 
 #include <cstdint>
@@ -9,135 +8,10 @@
 #include "cuda/common/group_offsets.cuh"
 #include "cuda/common/tensor_io.cuh"
 #include "cuda/quantize/quantize_block.cuh"
+#include "cuda/quantize/quantize_kernel_parts.cuh"
 #include "cuda/quantize/quantize_params.h"
 
 namespace f46::cuda {
-
-// Global amax of row `row` (N2): per tensor, per row, or the row's group (0 outside groups).
-__device__ __forceinline__ float global_amax_of_row(const float* amax, ScopeKind scope,
-                                                    const int32_t* s_offs, int num_groups,
-                                                    int64_t row) {
-  if (scope == ScopeKind::kTensor) return amax[0];
-  if (scope == ScopeKind::kRow) return amax[row];
-  const int g = group_of_row(s_offs, num_groups, row);
-  return g < num_groups ? amax[g] : 0.0f;
-}
-
-__device__ __forceinline__ ErrorConsts error_consts(float bound) {
-  const float denom = num::mul(6.0f, bound);
-  return ErrorConsts{bound, denom, num::div(1.0f, denom)};
-}
-
-// Fills tab[0..256) with scale_entry for the global amax `a` (every thread of the CTA calls it;
-// it ends with a barrier). Returns that amax's GlobalScale.
-__device__ __forceinline__ GlobalScale fill_scale_table(float2* tab, float a, const ErrorConsts& c,
-                                                        float bound) {
-  const GlobalScale g = global_scale(a, bound);
-  for (int s = threadIdx.x; s < 256; s += blockDim.x) tab[s] = scale_entry(s, g, c);
-  __syncthreads();
-  return g;
-}
-
-__device__ __forceinline__ void store_block(uint8_t* codes, uint8_t* scale, const BlockCodes& b) {
-  *reinterpret_cast<uint64_t*>(codes) = b.codes;  // 8-byte aligned: (cols/2) % 8 == 0
-  *scale = b.scale;
-}
-
-// Block index of thread slot k: consecutive threads take consecutive blocks (coalesced).
-__device__ __forceinline__ void row_block_of(int64_t i, int64_t blocks_per_row, bool small,
-                                             int64_t& row, int64_t& col) {
-  row = small
-            ? static_cast<int64_t>(static_cast<uint32_t>(i) / static_cast<uint32_t>(blocks_per_row))
-            : i / blocks_per_row;
-  col = (i - row * blocks_per_row) * 16;
-}
-
-// cp.async of 16 bytes global -> shared (L2 only), and its group commit / wait.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// Rowwise 1x16 kernel, persistent: thread t of CTA c takes the blocks t + 256 c + k * stride
-// (consecutive threads, consecutive blocks: coalesced). With 16-byte loads allowed, each thread
-// keeps kStages - 1 future blocks in flight through cp.async into its own shared-memory ring
-// (loads in flight hold no registers; a thread reads only what it copied, so no barrier).
-template <typename T, QuantMode M>
-__global__ void __launch_bounds__(kRowThreads, 3)
-    quantize_rows_1x16_kernel(const QuantizeParams p) {
-  using S = typename T::Storage;
-  constexpr int kVecs = Raw16<T>::kVecs;                 // 16-byte vectors per block
-  constexpr int kStages = kRowRingBytes / (16 * kVecs);  // 4 (bf16/fp16) or 2 (fp32)
-  static_assert(kStages >= 2, "the ring needs a slot being read and one being filled");
-  __shared__ uint4 ring[kStages][kVecs][kRowThreads];  // [stage][vector][thread]: no conflicts
-  __shared__ float2 s_tab[256];                        // scale_entry of the CTA's first row's amax
-  extern __shared__ int32_t s_offs[];
-  if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
-  const int64_t blocks_per_row = p.cols / 16;
-  const int64_t total = p.rows * blocks_per_row;
-  const bool small = total <= 0xFFFFFFFFll;  // 32-bit division where it fits (uniform)
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * kRowThreads;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * kRowThreads + threadIdx.x;
-  const S* x_base = static_cast<const S*>(p.x);
-  const int tid = threadIdx.x;
-
-  auto issue = [&](int64_t i, int stage) {  // one commit group per block, empty past the end
-    if (p.vec_load && i < total) {
-      int64_t row, col;
-      row_block_of(i, blocks_per_row, small, row, col);
-      const uint4* src = reinterpret_cast<const uint4*>(x_base + row * p.x_stride + col);
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) cp_async16(&ring[stage][v][tid], src + v);
-    }
-    cp_async_commit();
-  };
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue(first + s * stride, s);
-
-  const ErrorConsts consts = error_consts(p.bound);
-  const int64_t cta_row = (static_cast<int64_t>(blockIdx.x) * kRowThreads) / blocks_per_row;
-  const GlobalScale g_tab = fill_scale_table(
-      s_tab, global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, cta_row), consts, p.bound);
-  GlobalScale gs = g_tab;
-  int stage = 0;
-  for (int64_t i = first; i < total; i += stride) {
-    issue(i + (kStages - 1) * stride, stage == 0 ? kStages - 1 : stage - 1);
-    cp_async_wait<kStages - 1>();  // block i's group has landed
-    int64_t row, col;
-    row_block_of(i, blocks_per_row, small, row, col);
-    float x[16];  // one 1x16 block of row `row`
-    if (p.vec_load) {
-      Raw16<T> raw;
-#pragma unroll
-      for (int v = 0; v < kVecs; ++v) raw.w[v] = ring[stage][v][tid];
-      unpack16<T>(raw, x);
-    } else {
-      load16<T>(x_base + row * p.x_stride + col, false, x);
-    }
-    stage = stage == kStages - 1 ? 0 : stage + 1;
-    if (p.rht_rowwise) {
-      float y[16];
-      num::rht16(x, y);  // N7
-#pragma unroll
-      for (int j = 0; j < 16; ++j) x[j] = y[j];
-    }
-    update_global_scale(gs, global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, row),
-                        p.bound);
-    const float2* tab = num::bits(gs.amax) == num::bits(g_tab.amax) ? s_tab : nullptr;
-    const BlockCodes b = quantize_block<M, false>(x, gs, consts, p.stochastic, p.seed, p.offset,
-                                                  row * p.cols + col, 0u, tab);
-    store_block(p.codes + row * p.codes_stride + col / 2,
-                p.scales + row * p.scales_stride + col / 16, b);
-  }
-  cp_async_wait<0>();
-}
 
 // Tile kernel, persistent: the CTA takes 64x64 tiles of x (tile index blockIdx.x + k gridDim.x,
 // row-band major), with kStages - 1 future tiles in flight through cp.async (16-bit inputs;

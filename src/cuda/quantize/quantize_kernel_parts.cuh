@@ -1,0 +1,57 @@
+// Pieces shared by the quantization kernels (quantize_rows_kernel.cuh, quantize_tile_kernel.cuh):
+// the global amax of a row, the per-CTA scale table, block stores and cp.async helpers.
+#pragma once
+
+#include <cstdint>
+
+#include "common/numerics.h"
+#include "cuda/common/group_offsets.cuh"
+#include "cuda/quantize/quantize_block.cuh"
+#include "cuda/quantize/quantize_params.h"
+
+namespace f46::cuda {
+
+// Global amax of row `row` (N2): per tensor, per row, or the row's group (0 outside groups).
+__device__ __forceinline__ float global_amax_of_row(const float* amax, ScopeKind scope,
+                                                    const int32_t* s_offs, int num_groups,
+                                                    int64_t row) {
+  if (scope == ScopeKind::kTensor) return amax[0];
+  if (scope == ScopeKind::kRow) return amax[row];
+  const int g = group_of_row(s_offs, num_groups, row);
+  return g < num_groups ? amax[g] : 0.0f;
+}
+
+__device__ __forceinline__ ErrorConsts error_consts(float bound) {
+  const float denom = num::mul(6.0f, bound);
+  return ErrorConsts{bound, denom, num::div(1.0f, denom)};
+}
+
+// Fills tab[0..256) with scale_entry for the global amax `a` (every thread of the CTA calls it;
+// it ends with a barrier). Returns that amax's GlobalScale.
+__device__ __forceinline__ GlobalScale fill_scale_table(float2* tab, float a, const ErrorConsts& c,
+                                                        float bound) {
+  const GlobalScale g = global_scale(a, bound);
+  for (int s = threadIdx.x; s < 256; s += blockDim.x) tab[s] = scale_entry(s, g, c);
+  __syncthreads();
+  return g;
+}
+
+__device__ __forceinline__ void store_block(uint8_t* codes, uint8_t* scale, const BlockCodes& b) {
+  *reinterpret_cast<uint64_t*>(codes) = b.codes;  // 8-byte aligned: (cols/2) % 8 == 0
+  *scale = b.scale;
+}
+
+// cp.async of 16 bytes global -> shared (L2 only), and its group commit / wait.
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+}  // namespace f46::cuda
