@@ -18,6 +18,9 @@ for k in $KS; do
     --section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats \
     --section InstructionStats --section SchedulerStats --section Occupancy --section LaunchStats \
     --section SourceCounters --metrics smsp__inst_executed.sum,smsp__sass_thread_inst_executed.sum,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active \
-    "$B/bench/bench_quantize" 3 > "$OUT/ncu_$k.txt" 2>&1
+    -o "/tmp/ncu_$k" -f "$B/bench/bench_quantize" 3 ${BENCH_ONLY:-} > /dev/null 2>&1
   echo "ncu $k rc=$?"
+  ncu --import "/tmp/ncu_$k.ncu-rep" > "$OUT/ncu_$k.txt" 2>&1
+  ncu --import "/tmp/ncu_$k.ncu-rep" --page source --csv --print-source sass > /tmp/src_$k.csv 2>&1
+  python3 dev/ncu_sass_summary.py /tmp/src_$k.csv > "$OUT/sass_$k.txt" 2>&1 || head -5 /tmp/src_$k.csv
 done

@@ -72,6 +72,21 @@ __device__ __forceinline__ void unpack16(const Raw16<T>& r, float (&x)[16]) {
   }
 }
 
+// bf16: the two halves of each 32-bit word are the high halves of two floats (one shift, one
+// mask per element; also what the compiler then keeps when paths merge).
+template <>
+__device__ __forceinline__ void unpack16<Bf16>(const Raw16<Bf16>& r, float (&x)[16]) {
+#pragma unroll
+  for (int v = 0; v < 2; ++v) {
+    const uint32_t w[4] = {r.w[v].x, r.w[v].y, r.w[v].z, r.w[v].w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      x[8 * v + 2 * i] = num::from_bits(w[i] << 16);
+      x[8 * v + 2 * i + 1] = num::from_bits(w[i] & 0xFFFF0000u);
+    }
+  }
+}
+
 // float -> bf16 bits, round to nearest even; NaN stays a quiet NaN with its sign.
 __device__ __forceinline__ uint16_t bf16_bits_rne(float f) {
   const uint32_t u = num::bits(f);

@@ -2,11 +2,15 @@
 // against common/numerics.h without a GPU: tests/cpp/cuda/test_cuda_quantize_math.cpp).
 // Each is an exact rewrite of the reference for the inputs the fast path admits (quantize_block.cuh
 // checks those conditions per block and falls back to the reference otherwise):
-//   - round_to_grid: E2M1 rounding of 0 <= v < 7 (no clamp needed: (6, 7) rounds to 6) in two
-//     FMAs: with b = 2^floor(log2(max(v, 1))) (1, 2 or 4), g = RN(2^22 b + v) lies in the binade
-//     [2^22 b, 2^23 b) whose quantum b/2 is the E2M1 step of v's binade (0.5 for v < 2), and
-//     2^22 b is a multiple of it, so g - 2^22 b (exact) is v rounded to the grid; a midpoint
-//     goes to the even multiple, i.e. the even code (N5). Checked for every float in [0, 7).
+//   - round_to_grid: E2M1 rounding of 0 <= v < 7 (no clamp needed: (6, 7) rounds to 6) in a max
+//     and two FMAs. With m = max(v, 1 + 2^-21) and b = 2^floor(log2(max(v, 1))) (1, 2 or 4; the
+//     E2M1 step of v's binade is b/2, 0.5 for v < 2): 2^22 m is a multiple of b/2 (m has 23
+//     fraction bits below b), and c = RN(2^22 m - v) lies in the binade [2^22 b, 2^23 b) of
+//     quantum b/2 (m >= 1 + 2^-21 keeps it above 2^22 for v < 2; m = v < 2b keeps it below), so
+//     2^22 m - c (exact) is v rounded to the grid, a midpoint to the even multiple of b/2 (the
+//     parity of 2^22 m / (b/2) is that of v's last fraction bit, 0 at a midpoint), i.e. the even
+//     code (N5). Only for v in [b, b (1 + 2^-22)) does c fall into the binade below (quantum
+//     b/4), which still rounds v to b. Checked for every float in [0, 7).
 //   - round_to_grid_floor: the same with the first FMA rounded toward zero: the grid value
 //     below v (the `lo` of stochastic rounding, N6).
 //   - the approximate 4/6 error and its bound (approx_bound_*), see quantize_block.cuh.
@@ -38,6 +42,13 @@ F46_HD float fabs_(float v) {  // |v| as an operand modifier on the device
   return std::fabs(v);
 #endif
 }
+F46_HD float fmax_(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, b);
+#else
+  return std::fmax(a, b);
+#endif
+}
 F46_HD float fmax1(float v) {
 #if defined(__CUDA_ARCH__)
   return fmaxf(v, 1.0f);
@@ -51,9 +62,9 @@ F46_HD float binade(float v) { return num::from_bits(num::bits(fmax1(v)) & 0x7F8
 
 // The E2M1 grid value nearest to v (ties to the even code) for 0 <= v < 7 (N5 after the clamp).
 F46_HD float round_to_grid(float v) {
-  const float b = binade(v);
-  const float g = fma_rn(b, k2p22, v);  // RN(2^22 b + v)
-  return fma_rn(-b, k2p22, g);          // exact
+  const float m = fmax_(v, 1.00000047683715820312f);  // 1 + 2^-21
+  const float c = fma_rn(m, k2p22, -v);               // RN(2^22 m - v)
+  return fma_rn(m, k2p22, -c);                        // exact
 }
 
 // The E2M1 grid value at or below v, 0 <= v <= 6 (the `lo` of N6): the first FMA rounded
@@ -124,17 +135,28 @@ F46_HD float div6(float b) {
 
 // Approximate error (quantize_block.cuh) of one candidate: grid values g of |x| * inv,
 // K = RN(RN(sf A) / (6 bound)); d' = RN(g K - |x|).
+// MAE sums four interleaved partial sums (elements c, c+4, c+8, c+12), then pairwise: a depth of
+// 5 roundings instead of 15 (more independent work per thread; the bound below is derived for
+// 15 and covers it).
 template <Rule R>
 F46_HD float approx_error(const float* x, const float* g, float k) {
+  if constexpr (R == Rule::kMAE) {
+    float s[4];
+    for (int c = 0; c < 4; ++c) {
+      s[c] = num::add(fabs_(fma_rn(g[c], k, -fabs_(x[c]))),
+                      fabs_(fma_rn(g[c + 4], k, -fabs_(x[c + 4]))));
+      s[c] = num::add(s[c], fabs_(fma_rn(g[c + 8], k, -fabs_(x[c + 8]))));
+      s[c] = num::add(s[c], fabs_(fma_rn(g[c + 12], k, -fabs_(x[c + 12]))));
+    }
+    return num::add(num::add(s[0], s[1]), num::add(s[2], s[3]));
+  }
   float err = 0.0f;
   for (int i = 0; i < 16; ++i) {
     const float d = fma_rn(g[i], k, -fabs_(x[i]));
     if constexpr (R == Rule::kMSE)
       err = fma_rn(d, d, err);
-    else if constexpr (R == Rule::kAbsMax)
-      err = fabs_(d) > err ? fabs_(d) : err;  // no NaN here
     else
-      err = num::add(err, fabs_(d));
+      err = fabs_(d) > err ? fabs_(d) : err;  // abs_max; no NaN here
   }
   return err;
 }

@@ -1,7 +1,7 @@
 // Quantization of one 16-element block (or one row of a 16x16 tile, cooperating with the 15
 // other rows of its tile in the same 16-lane half-warp), bitwise equal to the CPU reference
 // (tests/cpp/cuda/test_cuda_quantize*.cpp). The fast path, per element and candidate:
-//   v = |x| * inv; g = round_to_grid(v) (grid_math.h, 4 instructions, no clamp);
+//   v = |x| * inv; g = round_to_grid(v) (grid_math.h, 3 instructions, no clamp);
 // the codes come from the chosen candidate's g, the signs from x (nibble bit 3).
 //
 // 4/6 decision without the exact error of every block ("approximate errors"): the error of a
@@ -170,9 +170,12 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
   const float amax = g.amax;
   // Block amax (N9) with a NaN-propagating max: equal to the integer max of the |x| bits except
   // for the NaN payload, which no output depends on (a NaN block amax gives scale 0x7F).
-  float block_amax = fabsf(x[0]);
+  float m8[8];  // a tree (depth 4, not 15)
 #pragma unroll
-  for (int i = 1; i < 16; ++i) block_amax = max_nan(block_amax, fabsf(x[i]));
+  for (int i = 0; i < 8; ++i) m8[i] = max_nan(fabsf(x[i]), fabsf(x[i + 8]));
+#pragma unroll
+  for (int i = 0; i < 4; ++i) m8[i] = max_nan(m8[i], m8[i + 4]);
+  float block_amax = max_nan(max_nan(m8[0], m8[2]), max_nan(m8[1], m8[3]));
   if constexpr (kTile) {
 #pragma unroll
     for (int w = 8; w >= 1; w >>= 1)

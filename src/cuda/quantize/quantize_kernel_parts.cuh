@@ -11,6 +11,25 @@
 
 namespace f46::cuda {
 
+// A position (row, col) in a row-major grid of n columns, advanced by a fixed step
+// (dq * n + dr, dr < n) with an add and a carry: no division after the first position. The rows
+// kernel walks 1x16 blocks (n = cols / 16, step kRowThreads), the tile kernel 64x64 tiles
+// (n = tiles per row, step gridDim.x). 32-bit: the host checks rows < 2^31 and cols < 2^34.
+struct BlockCursor {
+  int32_t row, col;
+};
+struct CursorStep {
+  int32_t dq, dr, n;
+};
+__device__ __forceinline__ void advance(BlockCursor& c, const CursorStep& s) {
+  c.col += s.dr;
+  c.row += s.dq;
+  if (c.col >= s.n) {
+    c.col -= s.n;
+    ++c.row;
+  }
+}
+
 // Global amax of row `row` (N2): per tensor, per row, or the row's group (0 outside groups).
 __device__ __forceinline__ float global_amax_of_row(const float* amax, ScopeKind scope,
                                                     const int32_t* s_offs, int num_groups,
@@ -45,6 +64,9 @@ __device__ __forceinline__ void store_block(uint8_t* codes, uint8_t* scale, cons
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async16(uint32_t smem, const void* gmem) {  // shared address
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -29,23 +29,6 @@
 
 namespace f46::cuda {
 
-// (row, block column) of a block, advanced by kRowThreads blocks with an add and a carry.
-// 32-bit: the host checks rows < 2^31 and cols / 16 < 2^31.
-struct BlockCursor {
-  int32_t row, col;  // col in blocks
-};
-struct CursorStep {
-  int32_t dq, dr, n;  // kRowThreads = dq * n + dr, n blocks per row
-};
-__device__ __forceinline__ void advance(BlockCursor& c, const CursorStep& s) {
-  c.col += s.dr;
-  c.row += s.dq;
-  if (c.col >= s.n) {
-    c.col -= s.n;
-    ++c.row;
-  }
-}
-
 // Global amax of rows visited in increasing order (N2): per tensor, per row, or the row's
 // group found by a cursor that only moves forward (num_groups: past the last offset -> 0).
 struct RowAmax {
@@ -75,38 +58,52 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinCtas)
   const int32_t bpr = static_cast<int32_t>(p.cols / 16);
   const int64_t total = p.rows * static_cast<int64_t>(bpr);
   const int64_t steps = (total + kRowThreads - 1) / kRowThreads;
+  const int64_t full_steps = total / kRowThreads;  // steps with all kRowThreads blocks in x
   const int64_t s_begin = steps * blockIdx.x / gridDim.x;
   const int64_t s_end = steps * (blockIdx.x + 1) / gridDim.x;
   const CursorStep cstep{kRowThreads / bpr, kRowThreads % bpr, bpr};
   const bool contiguous = p.x_stride == p.cols || p.rows == 1;
+  const bool dense_out = p.codes_stride * 2 == p.cols && p.scales_stride == bpr;
   const S* x_base = static_cast<const S*>(p.x);
 
-  // Cursors of thread tid's block in the step being prefetched and in the one consumed.
+  // Contiguous loads: lane copies vectors lane + 32 k of its warp's run, i.e. part lane % kVecs
+  // of block warp0 + lane / kVecs + (32 / kVecs) k; the source advances by a fixed step.
+  constexpr int kStageBytes = kVecs * kRowThreads * 16;
+  const uint32_t ring0 = static_cast<uint32_t>(__cvta_generic_to_shared(&ring[0][0][0]));
+  const uint32_t dst0 = ring0 + ((lane % kVecs) * kRowThreads + warp0 + lane / kVecs) * 16;
+  const uint4* src = reinterpret_cast<const uint4*>(x_base) +
+                     (s_begin * kRowThreads + warp0) * kVecs + lane;  // lane's vector, step 0
+  // Strided loads: each lane copies its own block, found by a cursor.
   const int64_t i0 = s_begin * kRowThreads + tid;
   BlockCursor pre{static_cast<int32_t>(i0 / bpr), static_cast<int32_t>(i0 % bpr)}, cur = pre;
   const int32_t n_steps = static_cast<int32_t>(s_end - s_begin);
   int32_t pre_k = 0;             // steps issued
   auto issue = [&](int stage) {  // one commit group per step, empty past the CTA's range
     if (p.vec_load && pre_k < n_steps) {
-      if (contiguous) {  // the warp's blocks are one run of 32 * kVecs vectors
-        const int64_t run = (s_begin + pre_k) * kRowThreads + warp0;  // first block of the run
-        const uint4* src = reinterpret_cast<const uint4*>(x_base + run * 16);
-        const int64_t run_vecs = (total - run) * kVecs;  // vectors left in x from `run` on
+      if (contiguous) {
+        const uint32_t dst = dst0 + stage * kStageBytes;
+        if (s_begin + pre_k < full_steps) {
 #pragma unroll
-        for (int k = 0; k < kVecs; ++k) {
-          const int q = lane + 32 * k;  // vector q of the run: block q / kVecs, part q % kVecs
-          if (q < run_vecs) cp_async16(&ring[stage][q % kVecs][warp0 + q / kVecs], src + q);
+          for (int k = 0; k < kVecs; ++k) cp_async16(dst + k * (32 / kVecs) * 16, src + 32 * k);
+        } else {  // the tensor's last step: vectors past x are not read
+          const int64_t left = (total - (s_begin + pre_k) * kRowThreads - warp0) * kVecs - lane;
+#pragma unroll
+          for (int k = 0; k < kVecs; ++k)
+            if (32 * k < left) cp_async16(dst + k * (32 / kVecs) * 16, src + 32 * k);
         }
-      } else if (pre.row < p.rows) {
-        const uint4* src =
-            reinterpret_cast<const uint4*>(x_base + pre.row * p.x_stride + pre.col * 16);
+        src += kRowThreads * kVecs;
+      } else {
+        if (pre.row < p.rows) {
+          const uint4* q =
+              reinterpret_cast<const uint4*>(x_base + pre.row * p.x_stride + pre.col * 16);
 #pragma unroll
-        for (int v = 0; v < kVecs; ++v) cp_async16(&ring[stage][v][tid], src + v);
+          for (int v = 0; v < kVecs; ++v) cp_async16(&ring[stage][v][tid], q + v);
+        }
+        advance(pre, cstep);
       }
     }
     cp_async_commit();
     ++pre_k;
-    advance(pre, cstep);
   };
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) issue(s);
@@ -118,6 +115,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinCtas)
   GlobalScale g_tab = fill_scale_table(s_tab, first_amax.at(p, s_offs, first.row), consts, p.bound);
   GlobalScale gs = g_tab;
   int stage = 0;
+  int64_t blk = i0;  // tid's block in the step consumed, row-major: element index blk * 16
   for (int32_t k = 0; k < n_steps; ++k) {
     if (p.scope == ScopeKind::kGroup) {  // uniform: the step's first row
       const float a = first_amax.at(p, s_offs, first.row);
@@ -130,16 +128,15 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinCtas)
     issue(stage == 0 ? kStages - 1 : stage - 1);
     cp_async_wait<kStages - 1>();  // this step's group has landed (this thread's copies)
     __syncwarp();                  // ... and the other lanes' copies of this warp
-    if (cur.row < p.rows) {
-      const int64_t row = cur.row, col = static_cast<int64_t>(cur.col) * 16;
-      float x[16];  // one 1x16 block of row `row`
+    if (blk < total) {
+      float x[16];  // one 1x16 block of row cur.row
       if (p.vec_load) {
         Raw16<T> raw;
 #pragma unroll
         for (int v = 0; v < kVecs; ++v) raw.w[v] = ring[stage][v][tid];
         unpack16<T>(raw, x);
       } else {
-        load16<T>(x_base + row * p.x_stride + col, false, x);
+        load16<T>(x_base + cur.row * p.x_stride + static_cast<int64_t>(cur.col) * 16, false, x);
       }
       if (p.rht_rowwise) {
         float y[16];
@@ -153,13 +150,17 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinCtas)
         if (num::bits(gs.amax) != num::bits(g_tab.amax)) tab = nullptr;
       }
       const BlockCodes b = quantize_block<M, false>(x, gs, consts, p.stochastic, p.seed, p.offset,
-                                                    row * p.cols + col, 0u, tab);
-      store_block(p.codes + row * p.codes_stride + col / 2,
-                  p.scales + row * p.scales_stride + cur.col, b);
+                                                    static_cast<uint64_t>(blk) * 16, 0u, tab);
+      if (dense_out)
+        store_block(p.codes + blk * 8, p.scales + blk, b);
+      else
+        store_block(p.codes + cur.row * p.codes_stride + cur.col * 8,
+                    p.scales + cur.row * p.scales_stride + cur.col, b);
     }
     __syncwarp();  // the warp's lanes are done with this stage before it is refilled
     stage = stage == kStages - 1 ? 0 : stage + 1;
     advance(cur, cstep);
+    blk += kRowThreads;
   }
   cp_async_wait<0>();
 }

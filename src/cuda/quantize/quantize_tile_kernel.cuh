@@ -43,10 +43,18 @@ __global__ void __launch_bounds__(kTileThreads, 2) quantize_tile_kernel(const Qu
   const S* x_base = static_cast<const S*>(p.x);
   const int r = tid % kTileRows, cb = tid / kTileRows;  // phase 1 mapping
 
-  auto issue = [&](int64_t it, int stage) {  // one commit group per tile, empty past the end
-    if (p.vec_load && it < num_tiles) {
-      const int64_t row = (it / tiles_x) * kTileRows + r,
-                    col = (it % tiles_x) * kTileCols + cb * 16;
+  // Tiles are issued and consumed in order it0, it0 + step, ...: two cursors (tile row, tile
+  // column) follow them without divisions.
+  const int64_t it0 = blockIdx.x, step = gridDim.x;
+  const CursorStep tstep{static_cast<int32_t>(step / tiles_x), static_cast<int32_t>(step % tiles_x),
+                         static_cast<int32_t>(tiles_x)};
+  BlockCursor pre{static_cast<int32_t>(it0 / tiles_x), static_cast<int32_t>(it0 % tiles_x)},
+      cur = pre;
+  int64_t pre_it = it0;
+  auto issue = [&](int stage) {  // one commit group per tile, empty past the end
+    if (p.vec_load && pre_it < num_tiles) {
+      const int64_t row = static_cast<int64_t>(pre.row) * kTileRows + r,
+                    col = static_cast<int64_t>(pre.col) * kTileCols + cb * 16;
       if (row < p.rows && col < p.cols) {
         const uint4* src = reinterpret_cast<const uint4*>(x_base + row * p.x_stride + col);
 #pragma unroll
@@ -54,12 +62,13 @@ __global__ void __launch_bounds__(kTileThreads, 2) quantize_tile_kernel(const Qu
       }
     }
     cp_async_commit();
+    pre_it += step;
+    advance(pre, tstep);
   };
-  const int64_t it0 = blockIdx.x, step = gridDim.x;
 #pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue(it0 + s * step, s);
+  for (int s = 0; s < kStages - 1; ++s) issue(s);
 
-  const int64_t cta_row0 = (it0 / tiles_x) * kTileRows;
+  const int64_t cta_row0 = static_cast<int64_t>(cur.row) * kTileRows;
   const float* amax_t = p.amax_t != nullptr ? p.amax_t : p.amax;
   const GlobalScale g_tab = fill_scale_table(
       s_tab, global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, cta_row0), consts, p.bound);
@@ -70,9 +79,11 @@ __global__ void __launch_bounds__(kTileThreads, 2) quantize_tile_kernel(const Qu
 
   int stage = 0;
   for (int64_t it = it0; it < num_tiles; it += step) {  // uniform over the CTA
-    issue(it + (kStages - 1) * step, stage == 0 ? kStages - 1 : stage - 1);
-    cp_async_wait<kStages - 1>();  // this tile's group has landed
-    const int64_t row0 = (it / tiles_x) * kTileRows, col0 = (it % tiles_x) * kTileCols;
+    issue(stage == 0 ? kStages - 1 : stage - 1);        // tile it + (kStages - 1) step
+    cp_async_wait<kStages - 1>();                       // this tile's group has landed
+    const int64_t row0 = static_cast<int64_t>(cur.row) * kTileRows,
+                  col0 = static_cast<int64_t>(cur.col) * kTileCols;
+    advance(cur, tstep);
     {  // phase 1: rowwise
       const int64_t row = row0 + r, col = col0 + cb * 16;
       const bool valid = row < p.rows && col < p.cols;

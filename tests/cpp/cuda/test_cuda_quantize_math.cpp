@@ -1,7 +1,7 @@
 // The exact rewrites of the CUDA quantizer's fast path (src/cuda/quantize/grid_math.h), checked
 // on the host against the reference formulas of common/numerics.h (no GPU needed): E2M1
-// rounding by two FMAs, the stochastic-rounding floor, the Markstein divisions, the exact 4/6
-// error from grid values, and the bound on the approximate error that decides 4/6.
+// rounding by a max and two FMAs, the stochastic-rounding floor, the Markstein divisions, the exact
+// 4/6 error from grid values, and the bound on the approximate error that decides 4/6.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,17 +66,21 @@ TEST(CudaQuantizeMath, FloorToGridEqualsReference) {
   }
 }
 
-// A wrong rounding must fail: the plain Veltkamp form (b = max(v, 1) unmasked) misrounds the
-// top of each binade, and the test inputs contain it.
+// A wrong rounding must fail: the plain Veltkamp form (b = max(v, 1), 2^22 b + v) misrounds the
+// top of each binade, and round_to_grid's form with the floor 1 instead of 1 + 2^-21 misrounds
+// (0, 1) (quantum 0.25 there); the test inputs contain both.
 TEST(CudaQuantizeMath, InputsCatchAWrongRounding) {
-  int wrong = 0;
+  int wrong_plus = 0, wrong_floor = 0;
   for (float v : rounding_inputs()) {
     if (!(v < 7.0f)) continue;
     const float b = std::fmax(v, 1.0f);
     const float g = grid::fma_rn(-b, grid::k2p22, grid::fma_rn(b, grid::k2p22, v));
-    wrong += !same_bits(g, ref_grid(v));
+    wrong_plus += !same_bits(g, ref_grid(v));
+    const float h = grid::fma_rn(b, grid::k2p22, -grid::fma_rn(b, grid::k2p22, -v));
+    wrong_floor += !same_bits(h, ref_grid(v));
   }
-  EXPECT_GT(wrong, 0);
+  EXPECT_GT(wrong_plus, 0);
+  EXPECT_GT(wrong_floor, 0);
 }
 
 // Markstein divisions: every mantissa at several exponents.

@@ -1,0 +1,37 @@
+"""Summarise an ncu source page (CSV, SASS) into warp-instruction counts per opcode and per
+run of equally executed instructions (basic blocks): python3 ncu_sass_summary.py page.csv"""
+import csv
+import sys
+from collections import Counter
+
+rows = list(csv.reader(open(sys.argv[1], newline="")))
+head = next(i for i, r in enumerate(rows) if any("Source" == c for c in r))
+cols = rows[head]
+src = cols.index("Source")
+ex = next(i for i, c in enumerate(cols) if c.startswith("Warp Instructions Executed")
+          or c == "Instructions Executed")
+by_op, blocks, total = Counter(), [], 0
+for r in rows[head + 1:]:
+    if len(r) <= max(src, ex):
+        continue
+    try:
+        n = int(float(r[ex].replace(",", "") or 0))
+    except ValueError:
+        continue
+    text = r[src].strip()
+    op = text.split()[0] if text else "?"
+    if op.startswith("@"):
+        op = text.split()[1]
+    by_op[op.split(".")[0]] += n
+    total += n
+    if blocks and blocks[-1][1] == n:
+        blocks[-1][2] += 1
+    else:
+        blocks.append([text[:60], n, 1])
+print("columns:", cols[:8], "... total warp instructions", total)
+for op, n in by_op.most_common(28):
+    print(f"{op:10s} {n:12d} {100.0 * n / total:5.1f}%")
+print("runs (first instruction, executions, length, share):")
+for text, n, k in blocks:
+    if n * k > total * 0.004:
+        print(f"{n:10d} x {k:4d} {100.0 * n * k / total:5.1f}%  {text}")
