@@ -71,10 +71,16 @@ __device__ __forceinline__ float2 scale_entry(uint32_t s, const GlobalScale& g,
       error_fast_ok(sf, g.amax) ? div_denom(num::mul(sf, g.amax), c) : num::from_bits(0x7FC00000u);
   return make_float2(inv, k);
 }
-// A table of scale_entry for the 256 scale bytes, or null (then each block computes its own).
-__device__ __forceinline__ float2 scale_lookup(const float2* tab, uint32_t s, const GlobalScale& g,
+// The CTA's table of scale_entry for the 256 scale bytes (always a shared array, so lookups
+// are plain shared loads) and whether it holds the block's global amax; if not, each block
+// computes its own entries.
+struct TableRef {
+  const float2* entries;
+  bool valid;
+};
+__device__ __forceinline__ float2 scale_lookup(TableRef tab, uint32_t s, const GlobalScale& g,
                                                const ErrorConsts& c) {
-  return tab != nullptr ? tab[s] : scale_entry(s, g, c);
+  return tab.valid ? tab.entries[s] : scale_entry(s, g, c);
 }
 
 // Grid values of |x| * inv (C1 holds).
@@ -166,7 +172,7 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
                                                      const ErrorConsts& c, bool stochastic,
                                                      uint64_t seed, uint64_t offset,
                                                      uint64_t sr_index, unsigned half_mask,
-                                                     const float2* tab) {
+                                                     TableRef tab) {
   const float amax = g.amax;
   // Block amax (N9) with a NaN-propagating max: equal to the integer max of the |x| bits except
   // for the NaN payload, which no output depends on (a NaN block amax gives scale 0x7F).

@@ -144,10 +144,10 @@ __global__ void __launch_bounds__(kRowThreads, kRowMinCtas)
 #pragma unroll
         for (int j = 0; j < 16; ++j) x[j] = y[j];
       }
-      const float2* tab = s_tab;  // per tensor: gs == g_tab throughout
+      TableRef tab{s_tab, true};  // per tensor: gs == g_tab throughout
       if (p.scope != ScopeKind::kTensor) {
         update_global_scale(gs, own_amax.at(p, s_offs, cur.row), p.bound);
-        if (num::bits(gs.amax) != num::bits(g_tab.amax)) tab = nullptr;
+        tab.valid = num::bits(gs.amax) == num::bits(g_tab.amax);
       }
       const BlockCodes b = quantize_block<M, false>(x, gs, consts, p.stochastic, p.seed, p.offset,
                                                     static_cast<uint64_t>(blk) * 16, 0u, tab);

@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(kTileThreads, 2) quantize_tile_kernel(const Qu
         }
         update_global_scale(gs, global_amax_of_row(p.amax, p.scope, s_offs, p.num_groups, row),
                             p.bound);
-        const float2* tab = num::bits(gs.amax) == num::bits(g_tab.amax) ? s_tab : nullptr;
+        const TableRef tab{s_tab, num::bits(gs.amax) == num::bits(g_tab.amax)};
         const BlockCodes b = quantize_block<M, kTile16>(
             x, gs, consts, p.stochastic, p.seed, p.offset, row * p.cols + col, half_mask, tab);
         store_block(p.codes + row * p.codes_stride + col / 2,
@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kTileThreads, 2) quantize_tile_kernel(const Qu
         // The block's 16 rows lie in one group (offsets % 16 == 0); its first row decides.
         update_global_scale(gs_t, global_amax_of_row(amax_t, p.scope, s_offs, p.num_groups, row),
                             p.bound);
-        const float2* tab = num::bits(gs_t.amax) == num::bits(g_tab_t.amax) ? s_tab_t : nullptr;
+        const TableRef tab{s_tab_t, num::bits(gs_t.amax) == num::bits(g_tab_t.amax)};
         const BlockCodes b =
             quantize_block<M, kTile16>(x, gs_t, consts, p.stochastic, p.seed, p.offset,
                                        p.rows * p.cols + ccol * p.rows + row, half_mask, tab);
