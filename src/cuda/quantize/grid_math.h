@@ -11,8 +11,8 @@
 //     parity of 2^22 m / (b/2) is that of v's last fraction bit, 0 at a midpoint), i.e. the even
 //     code (N5). Only for v in [b, b (1 + 2^-22)) does c fall into the binade below (quantum
 //     b/4), which still rounds v to b. Checked for every float in [0, 7).
-//   - round_to_grid_floor: the same with the first FMA rounded toward zero: the grid value
-//     below v (the `lo` of stochastic rounding, N6).
+//   - floor_to_grid: with b as above (binade: a max and a mask), RZ(2^22 b + v) - 2^22 b, the
+//     grid value at or below v (the `lo` of stochastic rounding, N6).
 //   - the approximate 4/6 error and its bound (approx_bound_*), see quantize_block.cuh.
 #pragma once
 
