@@ -138,8 +138,8 @@ __device__ __forceinline__ float tile_error_tree(float e, unsigned half_mask) {
 }
 
 // Stochastic codes (N6) of 16 values under `inv`, element index of x[0] `sr_index` (% 4 == 0).
-// lo = the grid value below a = min(|x| inv, 6) (floor_to_grid), step = b/2; the reference's u < (a
-// - lo) / step is u * step < a - lo, both sides exact.
+// lo = the grid value below a = min(|x| inv, 6) (floor_to_grid), step = b/2; the reference's
+// u < (a - lo) / step is u * step < a - lo, both sides exact.
 __device__ __forceinline__ uint64_t stochastic_codes(const float (&x)[16], float inv, uint64_t seed,
                                                      uint64_t offset, uint64_t sr_index) {
   uint64_t codes = 0;
