@@ -49,16 +49,9 @@ F46_HD float fmax_(float a, float b) {
   return std::fmax(a, b);
 #endif
 }
-F46_HD float fmax1(float v) {
-#if defined(__CUDA_ARCH__)
-  return fmaxf(v, 1.0f);
-#else
-  return std::fmax(v, 1.0f);
-#endif
-}
 
 // 2^floor(log2(max(v, 1))) for finite v >= 0: the E2M1 step of v's binade is half of it.
-F46_HD float binade(float v) { return num::from_bits(num::bits(fmax1(v)) & 0x7F800000u); }
+F46_HD float binade(float v) { return num::from_bits(num::bits(fmax_(v, 1.0f)) & 0x7F800000u); }
 
 // The E2M1 grid value nearest to v (ties to the even code) for 0 <= v < 7 (N5 after the clamp).
 F46_HD float round_to_grid(float v) {

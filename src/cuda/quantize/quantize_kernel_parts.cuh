@@ -61,12 +61,11 @@ __device__ __forceinline__ void store_block(uint8_t* codes, uint8_t* scale, cons
 }
 
 // cp.async of 16 bytes global -> shared (L2 only), and its group commit / wait.
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(gmem) : "memory");
-}
 __device__ __forceinline__ void cp_async16(uint32_t smem, const void* gmem) {  // shared address
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  cp_async16(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), gmem);
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");

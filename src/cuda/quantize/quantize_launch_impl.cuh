@@ -2,9 +2,9 @@
 #pragma once
 
 #include "cuda/common/cuda_check.h"
+#include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_rows_kernel.cuh"
 #include "cuda/quantize/quantize_tile_kernel.cuh"
-#include "cuda/quantize/quantize_launch.h"
 
 namespace f46::cuda {
 

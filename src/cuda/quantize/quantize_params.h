@@ -43,11 +43,9 @@ struct QuantizeParams {
 // per step, kRowRingBytes of shared memory per thread for the blocks in flight.
 inline constexpr int kRowThreads = 256;
 inline constexpr int kRowRingBytes = 128;
-// Resident CTAs per SM the rows kernel's registers are bounded for (65536 / (256 n) each).
-#ifndef F46_ROWS_MIN_CTAS
-#define F46_ROWS_MIN_CTAS 2
-#endif
-inline constexpr int kRowMinCtas = F46_ROWS_MIN_CTAS;
+// Resident CTAs per SM the rows kernel's registers are bounded for (65536 / (256 n) each; 3
+// spills and measured slower on the H200, bench/RESULTS.md).
+inline constexpr int kRowMinCtas = 2;
 // Tile kernel (16x16 blocks and/or the columnwise output): a kTileRows x kTileCols tile of x
 // per CTA, one thread per 16-element block of each output, transposed in shared memory.
 inline constexpr int kTileRows = 64;
