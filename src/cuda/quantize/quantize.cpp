@@ -100,8 +100,8 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   l.tile16 = tile16;
   l.tile_kernel = tile16 || cfg.columnwise;
   l.shared_bytes = shared;
-  if (l.tile_kernel) {  // one CTA per 64x64 tile at most, clamped to resident CTAs
-    l.grid = dim3(grid_x(ceil_div(rows, kTileRows) * ceil_div(cols, kTileCols), 1));
+  if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
+    l.grid = dim3(grid_x(ceil_div(rows, kUnitRows) * ceil_div(cols, kUnitCols), kTileWarps));
   } else {
     l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads));  // clamped to resident CTAs
   }

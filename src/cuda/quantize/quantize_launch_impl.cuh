@@ -36,18 +36,14 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
     const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
     quantize_rows_kernel<T, M><<<grid, kRowThreads, l.shared_bytes, stream>>>(p);
     F46_CHECK_LAUNCH("quantize_rows_kernel");
-  } else if (l.tile16) {
-    const unsigned max_ctas =
-        resident_ctas(quantize_tile_kernel<T, M, true>, kTileThreads, l.shared_bytes);
-    const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-    quantize_tile_kernel<T, M, true><<<grid, kTileThreads, l.shared_bytes, stream>>>(p);
-    F46_CHECK_LAUNCH("quantize_tile_kernel<16x16>");
   } else {
-    const unsigned max_ctas =
-        resident_ctas(quantize_tile_kernel<T, M, false>, kTileThreads, l.shared_bytes);
+    // Dynamic shared memory: the warps' rings and scale tables, then the group offsets.
+    const size_t shared = TileLayout<typename T::Storage>::kBytes + l.shared_bytes;
+    auto kernel = l.tile16 ? quantize_tile_kernel<T, M, true> : quantize_tile_kernel<T, M, false>;
+    const unsigned max_ctas = resident_ctas(kernel, kTileThreads, shared);
     const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-    quantize_tile_kernel<T, M, false><<<grid, kTileThreads, l.shared_bytes, stream>>>(p);
-    F46_CHECK_LAUNCH("quantize_tile_kernel<1x16>");
+    kernel<<<grid, kTileThreads, shared, stream>>>(p);
+    F46_CHECK_LAUNCH(l.tile16 ? "quantize_tile_kernel<16x16>" : "quantize_tile_kernel<1x16>");
   }
 }
 

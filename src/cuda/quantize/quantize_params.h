@@ -46,10 +46,15 @@ inline constexpr int kRowRingBytes = 128;
 // Resident CTAs per SM the rows kernel's registers are bounded for (65536 / (256 n) each; 3
 // spills and measured slower on the H200, bench/RESULTS.md).
 inline constexpr int kRowMinCtas = 2;
-// Tile kernel (16x16 blocks and/or the columnwise output): a kTileRows x kTileCols tile of x
-// per CTA, one thread per 16-element block of each output, transposed in shared memory.
-inline constexpr int kTileRows = 64;
-inline constexpr int kTileCols = 64;
-inline constexpr int kTileThreads = kTileRows * kTileCols / 16;  // 256
+// Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
+// kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
+// being quantized, one in flight), kTileWarps warps per CTA, registers bounded for
+// kTileMinCtas resident CTAs per SM.
+inline constexpr int kUnitRows = 32;
+inline constexpr int kUnitCols = 64;
+inline constexpr int kTileStages = 2;
+inline constexpr int kTileWarps = 4;
+inline constexpr int kTileThreads = 32 * kTileWarps;
+inline constexpr int kTileMinCtas = 4;
 
 }  // namespace f46::cuda
