@@ -85,6 +85,8 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
     p.scales_stride = out.scales.strides[0];
     F46_CHECK(aligned_to(p.codes, 8) && p.codes_stride % 8 == 0,
               "quantize: codes must be 8-byte aligned with a row stride % 8 == 0");
+    p.wide_rows = aligned_to(p.codes, 16) && p.codes_stride % 16 == 0 && aligned_to(p.scales, 4) &&
+                  p.scales_stride % 4 == 0;
   }
   if (cfg.columnwise) {
     p.codes_t = out.codes_t.ptr<uint8_t>();
@@ -93,6 +95,8 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
     p.scales_t_stride = out.scales_t.strides[0];
     F46_CHECK(aligned_to(p.codes_t, 8) && p.codes_t_stride % 8 == 0,
               "quantize: codes_t must be 8-byte aligned with a row stride % 8 == 0");
+    p.wide_cols = aligned_to(p.codes_t, 16) && p.codes_t_stride % 16 == 0 &&
+                  aligned_to(p.scales_t, 2) && p.scales_t_stride % 2 == 0;
   }
 
   QuantizeLaunch l;

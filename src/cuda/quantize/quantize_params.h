@@ -37,6 +37,9 @@ struct QuantizeParams {
   int64_t codes_t_stride = 0;
   uint8_t* scales_t = nullptr;  // (cols, rows/16)
   int64_t scales_t_stride = 0;
+  // The tile kernel may store 16 code bytes + 4 (rowwise) or 2 (columnwise) scale bytes at once:
+  // codes 16-byte aligned with a row stride % 16 == 0, scales aligned for their width.
+  bool wide_rows = false, wide_cols = false;
 };
 
 // Rowwise-only 1x16 kernel: persistent CTAs of kRowThreads, one 16-element block per thread
