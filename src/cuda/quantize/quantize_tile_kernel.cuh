@@ -1,10 +1,10 @@
 // Tile quantization kernel (docs/numerics.md N2-N7): rowwise and/or columnwise output from one
 // read of x, 1x16 or 16x16 blocks. Each warp works alone: no CTA barrier after the start.
 //
-// Work: x cut into units of kUnitRows x kUnitCols (32 x 64), in row-band-major order; warp w of
-// W takes the contiguous units [w U / W, (w + 1) U / W) and copies each into its own
-// shared-memory ring through cp.async, one unit ahead of the one it quantizes (__syncwarp, no
-// CTA barrier). A unit's rows are 16 bytes apart beyond their length, so the row reads (16-byte
+// Work: x cut into U units of kUnitRows x kUnitCols (32 x 64), in row-band-major order; warp w
+// of W takes units w, w + W, ... (tensor scope) or [w U / W, (w + 1) U / W) (group scope) and
+// copies each into its own shared-memory ring through cp.async, one unit ahead of the one it
+// quantizes (__syncwarp, no CTA barrier). A unit's rows are 16 bytes apart beyond their length, so the row reads (16-byte
 // loads), the column reads (a warp reads 32 consecutive elements of one row) and the copies are
 // free of bank conflicts with constant offsets (no address arithmetic per element).
 //
@@ -88,8 +88,17 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   const int64_t units = units_x * ((p.rows + kUnitRows - 1) / kUnitRows);
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kTileWarps;
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kTileWarps + warp;
-  const int64_t u_begin = units * w / warps, u_end = units * (w + 1) / warps;
-  const int32_t n_units = static_cast<int32_t>(u_end - u_begin);
+  // Per tensor, warp w takes units w, w + W, ...: the units whose outputs share a 32-byte
+  // sector (a column's next 16 rows, its scale bytes over 512 rows, a row's scales over 8
+  // units) are made at about the same time, so L2 merges the pieces before it writes the sector
+  // back; contiguous ranges left half-written sectors to be evicted, doubling the DRAM traffic of
+  // the columnwise output (Nsight Compute, 2026-12-03). Per group, contiguous ranges: the scale
+  // tables follow the group of the unit's first row and are refilled when it changes.
+  const bool interleave = p.scope == ScopeKind::kTensor;
+  const int64_t u_begin = interleave ? w : units * w / warps;
+  const int32_t n_units = static_cast<int32_t>(
+      interleave ? (w < units ? (units - 1 - w) / warps + 1 : 0)
+                 : units * (w + 1) / warps - u_begin);
   const S* x_base = static_cast<const S*>(p.x);
   const float* amax_t = p.amax_t != nullptr ? p.amax_t : p.amax;
   // Lane's copies: chunk lane % kCpr of rows lane / kCpr + kRowsPerCopy i.
@@ -97,10 +106,12 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   const uint32_t cp_dst0 = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) +
                            cp_row * L::kRowBytes + (lane % kCpr) * 16;
 
-  // Copies of unit k go to stage k % kTileStages; (band, unit column) cursors, no division.
+  // Copies of the warp's unit k go to stage k % kTileStages; (band, unit column) cursors.
   BlockCursor pre{static_cast<int32_t>(u_begin / units_x), static_cast<int32_t>(u_begin % units_x)};
   BlockCursor cur = pre;
-  const CursorStep one{0, 1, units_x};
+  const CursorStep next = interleave ? CursorStep{static_cast<int32_t>(warps / units_x),
+                                                 static_cast<int32_t>(warps % units_x), units_x}
+                                    : CursorStep{0, 1, units_x};
   int32_t pre_k = 0;
   auto issue = [&]() {  // one commit group per unit, empty past the warp's range
     if (p.vec_load && pre_k < n_units) {
@@ -121,7 +132,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     }
     cp_async_commit();
     ++pre_k;
-    advance(pre, one);
+    advance(pre, next);
   };
   issue();
 
@@ -132,7 +143,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     issue();
     const int64_t row0 = static_cast<int64_t>(cur.row) * kUnitRows;
     const int64_t col0 = static_cast<int64_t>(cur.col) * kUnitCols;
-    advance(cur, one);
+    advance(cur, next);
     uint8_t* const unit = ring + (k % kTileStages) * L::kUnitBytes;
     if (p.vec_load) {
       cp_async_wait<1>();  // this unit's group has landed (this lane's copies)
