@@ -1,5 +1,6 @@
-# Run: .venv/bin/python dev/half_decision_sim.py. Estimates how often a half-precision approximate 4/6 decision would be undecided (needs the exact
-# fallback): per block and per warp of 32 blocks. float64 stands in for the exact errors.
+# Run: .venv/bin/python dev/half_decision_sim.py. Estimates how often a half-precision
+# approximate 4/6 decision would be undecided (needs the exact fallback): per block and per
+# warp of 32 blocks. float64 stands in for the exact errors.
 import numpy as np
 rng = np.random.default_rng(0)
 E4 = np.array(sorted({m*2.0**(e-7) if e==0 else (1+m/8)*2.0**(e-7) for e in range(16) for m in range(8)} - {1.75*2**8}))
