@@ -203,10 +203,11 @@ int main(int argc, char** argv) {
                        }),
              in_b + q_b);
     if (wanted("group (128) gradient RNE row+col")) {  // wgrad operands: group amax given
-      f46::amax(xview(0), acfg, amax_out, ctx);  // input 0's (both have one distribution)
-      report("group (128) gradient RNE row+col",
-             median_us(stream, iters, [&](int i) { quantize(xview(i), grp, grad_plain, out, ctx); }),
-             in_b + 2 * q_b);
+      f46::amax(xview(0), acfg, amax_out, ctx);        // input 0's (both have one distribution)
+      report(
+          "group (128) gradient RNE row+col",
+          median_us(stream, iters, [&](int i) { quantize(xview(i), grp, grad_plain, out, ctx); }),
+          in_b + 2 * q_b);
     }
 
     TensorView deq_v = make_view(deq, DType::kBFloat16, {R, C}, Device::kCUDA);

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One device round for the tile quantization kernel: build bench_quantize, Nsight Compute of the
 # tile kernel in two modes (16x16 MAE, gradient RNE row+col; first shape) with a per-opcode
-# summary of the executed SASS, then the same modes with the code/scale stores made conditional
-# on a never-true runtime test (how much of the time the stores cost). Logs in /tmp/tile-out,
+# summary of the executed SASS, then the same modes with the block and 16-byte code stores made
+# conditional on a never-true runtime test (how much of the time the stores cost; the wide scale
+# words of the whole-unit path stay). Logs in /tmp/tile-out,
 # summaries copied to $OUT.   OUT=... dev/gpu_tile.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ for mode in 16x16 "gradient RNE"; do
     "$OUT/ncu_$tag.txt" | head -40
   head -25 "$OUT/sass_$tag.txt"
 done
-sed -i 's/^\( *\)store_block(/\1if (p.codes == p.codes_t) store_block(/' src/cuda/quantize/quantize_tile_kernel.cuh
+sed -i 's/^\( *\)\(store_block\|store16\)(/\1if (p.codes == p.codes_t) \2(/' src/cuda/quantize/quantize_tile_kernel.cuh
 grep -c "p.codes == p.codes_t" src/cuda/quantize/quantize_tile_kernel.cuh
 ninja -C build-gpu -j16 bench_quantize > "$OUT/build2.log" 2>&1 || grep -m3 -A10 error "$OUT/build2.log"
 echo "== no stores"

@@ -49,17 +49,12 @@ __device__ __forceinline__ void load16(const typename T::Storage* p, bool vec, f
   }
 }
 
-// Raw 16-element loads, issued early and unpacked later (more bytes in flight per thread).
+// 16 raw elements (as staged in shared memory by the kernels), unpacked to float by unpack16.
 template <typename T>
 struct Raw16 {
   static constexpr int kVecs = 16 * sizeof(typename T::Storage) / 16;
   uint4 w[kVecs];
 };
-template <typename T>
-__device__ __forceinline__ void load_raw16(const typename T::Storage* p, Raw16<T>& r) {
-#pragma unroll
-  for (int v = 0; v < Raw16<T>::kVecs; ++v) r.w[v] = __ldg(reinterpret_cast<const uint4*>(p) + v);
-}
 template <typename T>
 __device__ __forceinline__ void unpack16(const Raw16<T>& r, float (&x)[16]) {
   using S = typename T::Storage;

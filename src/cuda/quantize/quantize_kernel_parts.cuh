@@ -1,5 +1,6 @@
-// Pieces shared by the quantization kernels (quantize_rows_kernel.cuh, quantize_tile_kernel.cuh):
-// the global amax of a row, the per-CTA scale table, block stores and cp.async helpers.
+// Pieces shared by the quantization kernels (quantize_rows_kernel.cuh, quantize_tile_kernel.cuh,
+// dequantize_kernels.cuh): block cursors, the global amax of a row (dequantize), the per-CTA
+// scale table (rows kernel), block stores and cp.async helpers.
 #pragma once
 
 #include <cstdint>

@@ -4,9 +4,10 @@
 // Work: x cut into U units of kUnitRows x kUnitCols (32 x 64), in row-band-major order; warp w
 // of W takes units w, w + W, ... (tensor scope) or [w U / W, (w + 1) U / W) (group scope) and
 // copies each into its own shared-memory ring through cp.async, one unit ahead of the one it
-// quantizes (__syncwarp, no CTA barrier). A unit's rows are 16 bytes apart beyond their length, so the row reads (16-byte
-// loads), the column reads (a warp reads 32 consecutive elements of one row) and the copies are
-// free of bank conflicts with constant offsets (no address arithmetic per element).
+// quantizes (__syncwarp, no CTA barrier). A unit's rows are 16 bytes apart beyond their
+// length, so the row reads (16-byte loads), the column reads (a warp reads 32 consecutive
+// elements of one row) and the copies are free of bank conflicts with constant offsets (no
+// address arithmetic per element).
 //
 // Per unit, lane l quantizes:
 //   rowwise, 1x16:   row 8s + l/4, block column l%4 (s = 0..3): four lanes write the 32
@@ -17,8 +18,8 @@
 // Stores: for 16x16 blocks a lane writes its row's codes 16 bytes at a time and its 4 scales at
 // once; for the columnwise output its column's 16 code bytes and 2 scales at once: where the
 // outputs are aligned for it (p.wide_rows, p.wide_cols) and the unit is whole; block by block
-// otherwise. Narrow scattered stores fill
-// the memory pipeline that the shuffles and shared loads also need (Nsight Compute, 2026-12-03).
+// otherwise. Narrow scattered stores fill the memory pipeline that the shuffles and shared loads
+// also need (Nsight Compute, 2026-12-03).
 // Needs rows % 16 == 0 and cols % 16 == 0, so validity is uniform per half-warp.
 #pragma once
 
@@ -56,8 +57,9 @@ __device__ __forceinline__ void fill_warp_table(float2* tab, float a, const Erro
 }
 
 __device__ __forceinline__ void store16(uint8_t* p, uint64_t lo, uint64_t hi) {  // 16-aligned
-  *reinterpret_cast<uint4*>(p) = make_uint4(static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32),
-                                            static_cast<uint32_t>(hi), static_cast<uint32_t>(hi >> 32));
+  *reinterpret_cast<uint4*>(p) =
+      make_uint4(static_cast<uint32_t>(lo), static_cast<uint32_t>(lo >> 32),
+                 static_cast<uint32_t>(hi), static_cast<uint32_t>(hi >> 32));
 }
 
 template <typename T, QuantMode M, bool kTile16>
@@ -68,9 +70,9 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   using S = typename T::Storage;
   using L = TileLayout<S>;
   constexpr int kES = static_cast<int>(sizeof(S));
-  constexpr int kVecs = Raw16<T>::kVecs;         // 16-byte chunks per 1x16 block
-  constexpr int kCpr = kUnitCols * kES / 16;     // chunks per row: 8 or 16
-  constexpr int kRowsPerCopy = 32 / kCpr;        // rows a warp's cp.async covers: 4 or 2
+  constexpr int kVecs = Raw16<T>::kVecs;             // 16-byte chunks per 1x16 block
+  constexpr int kCpr = kUnitCols * kES / 16;         // chunks per row: 8 or 16
+  constexpr int kRowsPerCopy = 32 / kCpr;            // rows a warp's cp.async covers: 4 or 2
   constexpr int kCopies = kUnitRows / kRowsPerCopy;  // cp.async per lane per unit
   extern __shared__ uint4 smem[];
   uint8_t* const base = reinterpret_cast<uint8_t*>(smem);
@@ -96,9 +98,9 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   // tables follow the group of the unit's first row and are refilled when it changes.
   const bool interleave = p.scope == ScopeKind::kTensor;
   const int64_t u_begin = interleave ? w : units * w / warps;
-  const int32_t n_units = static_cast<int32_t>(
-      interleave ? (w < units ? (units - 1 - w) / warps + 1 : 0)
-                 : units * (w + 1) / warps - u_begin);
+  const int32_t n_units =
+      static_cast<int32_t>(interleave ? (w < units ? (units - 1 - w) / warps + 1 : 0)
+                                      : units * (w + 1) / warps - u_begin);
   const S* x_base = static_cast<const S*>(p.x);
   const float* amax_t = p.amax_t != nullptr ? p.amax_t : p.amax;
   // Lane's copies: chunk lane % kCpr of rows lane / kCpr + kRowsPerCopy i.
@@ -110,8 +112,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   BlockCursor pre{static_cast<int32_t>(u_begin / units_x), static_cast<int32_t>(u_begin % units_x)};
   BlockCursor cur = pre;
   const CursorStep next = interleave ? CursorStep{static_cast<int32_t>(warps / units_x),
-                                                 static_cast<int32_t>(warps % units_x), units_x}
-                                    : CursorStep{0, 1, units_x};
+                                                  static_cast<int32_t>(warps % units_x), units_x}
+                                     : CursorStep{0, 1, units_x};
   int32_t pre_k = 0;
   auto issue = [&]() {  // one commit group per unit, empty past the warp's range
     if (p.vec_load && pre_k < n_units) {
@@ -200,7 +202,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         Raw16<T> raw;
 #pragma unroll
         for (int v = 0; v < kVecs; ++v)
-          raw.w[v] = *reinterpret_cast<const uint4*>(unit + r * L::kRowBytes + (cb * kVecs + v) * 16);
+          raw.w[v] =
+              *reinterpret_cast<const uint4*>(unit + r * L::kRowBytes + (cb * kVecs + v) * 16);
         float x[16];
         unpack16<T>(raw, x);
         if (p.rht_rowwise) {
@@ -211,8 +214,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         }
         update_global_scale(gs, s_amax[r], p.bound);
         const TableRef tr{tab, num::bits(gs.amax) == num::bits(tab_amax)};
-        const BlockCodes b = quantize_block<M, kTile16>(x, gs, consts, p.stochastic, p.seed,
-                                                        p.offset, row * p.cols + col, half_mask, tr);
+        const BlockCodes b = quantize_block<M, kTile16>(
+            x, gs, consts, p.stochastic, p.seed, p.offset, row * p.cols + col, half_mask, tr);
         if (!gather) {
           store_block(p.codes + row * p.codes_stride + col / 2,
                       p.scales + row * p.scales_stride + col / 16, b);
@@ -229,7 +232,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     }
     if (p.columnwise) {  // rowwise quantization of x^T (cols, rows)
       const bool gather = whole && p.wide_cols;
-      uint64_t cc0 = 0, cc1 = 0;  // column's two blocks, stored together if wide
+      uint64_t cc0 = 0;  // the column's first block, stored with the second if wide
       uint32_t col_scales = 0;
 #pragma unroll 1
       for (int jr = 0; jr < 4; ++jr) {
@@ -239,7 +242,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         float x[16];
 #pragma unroll
         for (int i = 0; i < 16; ++i)
-          x[i] = to_float(T{}, *reinterpret_cast<const S*>(unit + (16 * rb + i) * L::kRowBytes + c * kES));
+          x[i] = to_float(
+              T{}, *reinterpret_cast<const S*>(unit + (16 * rb + i) * L::kRowBytes + c * kES));
         if (p.rht_columnwise) {
           float y[16];
           num::rht16(x, y);
@@ -259,9 +263,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
           cc0 = b.codes;
           col_scales = b.scale;
         } else {
-          cc1 = b.codes;
           col_scales |= static_cast<uint32_t>(b.scale) << 8;
-          store16(p.codes_t + ccol * p.codes_t_stride + row0 / 2, cc0, cc1);
+          store16(p.codes_t + ccol * p.codes_t_stride + row0 / 2, cc0, b.codes);
           *reinterpret_cast<uint16_t*>(p.scales_t + ccol * p.scales_t_stride + row0 / 16) =
               static_cast<uint16_t>(col_scales);
         }
