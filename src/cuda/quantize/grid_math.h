@@ -60,6 +60,36 @@ F46_HD float round_to_grid(float v) {
   return fma_rn(m, k2p22, -c);                        // exact
 }
 
+// The same rounding in units of 2^-6 ("scaled grid values"): for v = 2^-6 u, 0 <= u < 7,
+// round_to_grid_s(v) = 2^-6 round_to_grid(u) (every intermediate is the unscaled one times 2^-6,
+// all normal; a sub-normal v is below a quarter step and gives 0 as u does). Scaled grid values
+// are E4M3 numbers whose byte is the E2M1 magnitude code times 4 (0.5 * 2^-6 is the E4M3
+// sub-normal 4 * 2^-9, 1 * 2^-6 the smallest normal, ..., 6 * 2^-6 = 0x1C), so one E4M3
+// conversion of two values yields two codes (code_bytes_s).
+inline constexpr float k2m6 = 0.015625f;  // 2^-6
+F46_HD float round_to_grid_s(float v) {
+  const float m = fmax_(v, 0.01562500745058059692f);  // 2^-6 (1 + 2^-21)
+  const float c = fma_rn(m, k2p22, -v);
+  return fma_rn(m, k2p22, -c);
+}
+// E4M3 bytes of two scaled grid values, lo at bits 0..7 (= 4 * code), hi at bits 8..15.
+F46_HD uint32_t code_bytes_s(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return num::e4m3_from_float(lo) | (uint32_t{num::e4m3_from_float(hi)} << 8);
+#endif
+}
+// Magnitude codes of 8 scaled grid values at nibbles 0..7: bytes 4 c0, 4 c2, 4 c4, 4 c6 shifted
+// down by 2, or'ed with bytes 4 c1, 4 c3, 4 c5, 4 c7 shifted up by 2 (no bits cross a byte).
+F46_HD uint32_t pack_codes8_s(const float* g) {
+  const uint32_t even = code_bytes_s(g[0], g[2]) | (code_bytes_s(g[4], g[6]) << 16);
+  const uint32_t odd = code_bytes_s(g[1], g[3]) | (code_bytes_s(g[5], g[7]) << 16);
+  return (even >> 2) | (odd << 2);
+}
+
 // The E2M1 grid value at or below v, 0 <= v <= 6 (the `lo` of N6): the first FMA rounded
 // toward zero truncates to the step.
 F46_HD float floor_to_grid(float v) {
@@ -155,10 +185,13 @@ F46_HD float approx_error(const float* x, const float* g, float k) {
 }
 // Exact error (N3.3) from the grid values when C1 and C2 hold: with g = 2^e m (m = 1 or 1.5),
 // val = E * vm exactly, E = g without its mantissa bit (2^e or 0), vm = v1 or v15.
+// With scaled grid values (round_to_grid_s) pass g_unit = 64: E and v1, v15 are scaled back
+// by powers of two, exactly.
 template <Rule R>
-F46_HD float exact_error(const float* x, const float* g, float sf, float amax, float d, float rd) {
-  const float v1 = div_by(num::mul(sf, amax), d, rd);
-  const float v15 = div_by(num::mul(num::mul(1.5f, sf), amax), d, rd);
+F46_HD float exact_error(const float* x, const float* g, float sf, float amax, float d, float rd,
+                         float g_unit = 1.0f) {
+  const float v1 = num::mul(div_by(num::mul(sf, amax), d, rd), g_unit);
+  const float v15 = num::mul(div_by(num::mul(num::mul(1.5f, sf), amax), d, rd), g_unit);
   float err = 0.0f;
   for (int i = 0; i < 16; ++i) {
     const uint32_t gb = num::bits(g[i]), mb = gb & 0x400000u;  // mantissa bit: 1.5, 3, 6

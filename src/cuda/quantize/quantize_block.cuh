@@ -1,8 +1,10 @@
 // Quantization of one 16-element block (or one row of a 16x16 tile, cooperating with the 15
 // other rows of its tile in the same 16-lane half-warp), bitwise equal to the CPU reference
 // (tests/cpp/cuda/test_cuda_quantize*.cpp). The fast path, per element and candidate:
-//   v = |x| * inv; g = round_to_grid(v) (grid_math.h, 3 instructions, no clamp);
-// the codes come from the chosen candidate's g, the signs from x (nibble bit 3).
+//   v = |x| * (inv 2^-6); g = round_to_grid_s(v) (grid_math.h, 3 instructions, no clamp), the
+// grid value in units of 2^-6, whose E4M3 byte is 4 * its E2M1 code: one conversion per two
+// elements gives the codes of each candidate; the chosen candidate's are kept and the signs
+// come from x (nibble bit 3). K below is scaled by 64 to match g; the bounds use K.
 //
 // 4/6 decision without the exact error of every block ("approximate errors"): the error of a
 // candidate only matters through the comparison err4 < err6 (N3.5). Each candidate's error is
@@ -83,12 +85,6 @@ __device__ __forceinline__ float2 scale_lookup(TableRef tab, uint32_t s, const G
   return tab.valid ? tab.entries[s] : scale_entry(s, g, c);
 }
 
-// Grid values of |x| * inv (C1 holds).
-__device__ __forceinline__ void grid_values(const float (&x)[16], float inv, float (&g)[16]) {
-#pragma unroll
-  for (int i = 0; i < 16; ++i) g[i] = grid::round_to_grid(num::mul(fabsf(x[i]), inv));
-}
-
 template <QuantMode M>
 __device__ __forceinline__ float approx_bound(float e, float k, float n) {
   if constexpr (M == QuantMode::kMSE) return grid::approx_bound_mse(e, k, n);
@@ -108,21 +104,6 @@ __device__ __forceinline__ uint32_t sign_nibbles8(const float* x) {
 }
 __device__ __forceinline__ uint64_t sign_nibbles(const float (&x)[16]) {
   return sign_nibbles8(x) | (static_cast<uint64_t>(sign_nibbles8(x + 8)) << 32);
-}
-
-// Magnitude codes of 16 grid values at nibbles 0..15: code << 4j = (code << 22) >> (22 - 4j),
-// a multiply-high (j < 6) or a multiply (j = 6, 7) that accumulates.
-__device__ __forceinline__ uint32_t pack_magnitudes8(const float* g) {
-  uint32_t w = 0;
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const uint32_t c = grid::code_bits22(g[j]);
-    w += j < 6 ? __umulhi(c, 1u << (10 + 4 * j)) : c << (4 * j - 22);
-  }
-  return w;
-}
-__device__ __forceinline__ uint64_t pack_magnitudes(const float (&g)[16]) {
-  return pack_magnitudes8(g) | (static_cast<uint64_t>(pack_magnitudes8(g + 8)) << 32);
 }
 
 // 16x16 tile: combine the 16 row errors of a half-warp with the pairwise tree of N3.4
@@ -163,110 +144,201 @@ __device__ __forceinline__ uint64_t stochastic_codes(const float (&x)[16], float
   return codes;
 }
 
-// Quantize 16 values x (already RHT-transformed when enabled) with global amax `g.amax`.
-// kTile: the block is one row of a 16x16 tile held by the 16 lanes of this half-warp
-// (half_mask); the tile shares one scale (N1.4, N3.4). `sr_index`: element index of x[0] for
-// stochastic rounding (N6).
+// Block amax (N9) with a NaN-propagating max: equal to the integer max of the |x| bits except
+// for the NaN payload, which no output depends on (a NaN block amax gives scale 0x7F). kTile:
+// the max over the 16 rows of the half-warp's tile.
+template <bool kTile>
+__device__ __forceinline__ float block_amax(const float (&x)[16], unsigned half_mask) {
+  float m8[8];  // a tree (depth 4, not 15)
+#pragma unroll
+  for (int i = 0; i < 8; ++i) m8[i] = max_nan(fabsf(x[i]), fabsf(x[i + 8]));
+#pragma unroll
+  for (int i = 0; i < 4; ++i) m8[i] = max_nan(m8[i], m8[i + 4]);
+  float b = max_nan(max_nan(m8[0], m8[2]), max_nan(m8[1], m8[3]));
+  if constexpr (kTile) {
+#pragma unroll
+    for (int w = 8; w >= 1; w >>= 1) b = max_nan(b, __shfl_xor_sync(half_mask, b, w, 16));
+  }
+  return b;
+}
+
+// Scaled grid values (grid_math.h round_to_grid_s) of |x| * inv, inv_s = inv * 2^-6.
+__device__ __forceinline__ void grid_values_s(const float (&x)[16], float inv_s, float (&g)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) g[i] = grid::round_to_grid_s(num::mul(fabsf(x[i]), inv_s));
+}
+__device__ __forceinline__ uint64_t pack_codes_s(const float (&g)[16]) {
+  return grid::pack_codes8_s(g) | (static_cast<uint64_t>(grid::pack_codes8_s(g + 8)) << 32);
+}
+// C1 for a scaled reciprocal: RN(b * inv) < 7 (as codes_fast_ok) and inv_s = inv * 2^-6 exact.
+__device__ __forceinline__ bool codes_fast_ok_s(float block_amax, float inv_s) {
+  return num::mul(block_amax, inv_s) < 0.109375f && inv_s >= 1.17549435e-38f;  // 7/64, 2^-126
+}
+
+// The reference path of one block of an error rule (N3): the scales and both errors by the
+// formulas of common/numerics.h, the tile tree, the choice and the codes. Uniform over a tile.
+template <QuantMode M, bool kTile>
+__device__ __forceinline__ BlockCodes reference_block_4over6(const float (&x)[16], float b,
+                                                             const GlobalScale& g,
+                                                             const ErrorConsts& c,
+                                                             unsigned half_mask) {
+  const uint8_t s6 = num::scale_map6(b, g.s_enc), s4 = num::scale_map4(b, g.s_enc);
+  Block16 xb;
+#pragma unroll
+  for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+  const float2 e = reference_errors(xb, s6, s4, g.s_dec, g.amax, c.bound, rule_of<M>());
+  float e6 = e.x, e4 = e.y;
+  if constexpr (kTile) {
+    e6 = tile_error_tree<M>(e6, half_mask);
+    e4 = tile_error_tree<M>(e4, half_mask);
+  }
+  const uint8_t scale = num::pick_map4(e4, e6) ? s4 : s6;
+  return BlockCodes{reference_codes(xb, inverse_of(scale, g.s_dec)), scale};
+}
+
+// Quantize N blocks x[n] (already RHT-transformed when enabled), block n under the global amax
+// g[n].amax and the scale table tab[n]. The N blocks go through each phase together (block
+// amax and scales; grid values, errors and codes of both candidates; the 4/6 choice; the
+// result), so their dependent chains interleave. kTile: each block is one row of a 16x16 tile
+// held by the 16 lanes of this half-warp (half_mask); the tile shares one scale (N1.4, N3.4).
+// sr_index[n]: element index of x[n][0] for stochastic rounding (N6).
+template <QuantMode M, bool kTile, int N>
+__device__ __forceinline__ void quantize_blocks(const float (&x)[N][16], const GlobalScale (&g)[N],
+                                                const ErrorConsts& c, bool stochastic,
+                                                uint64_t seed, uint64_t offset,
+                                                const uint64_t (&sr_index)[N],
+                                                unsigned half_mask, const TableRef (&tab)[N],
+                                                BlockCodes (&out)[N]) {
+  constexpr bool kErrorRule =
+      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
+  float b[N];
+#pragma unroll
+  for (int n = 0; n < N; ++n) b[n] = block_amax<kTile>(x[n], half_mask);
+
+  if constexpr (!kErrorRule) {
+    uint8_t scale[N];
+    float inv[N];
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      if constexpr (M == QuantMode::kGradient) {  // N4
+        scale[n] = scale_one(num::mul(b[n], num::mul(g[n].s_enc, 1.0f / 6.0f)));
+      } else {
+        const uint32_t s64 = scales_4over6(b[n], g[n].s_enc);
+        scale[n] = static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
+      }
+      inv[n] = scale_lookup(tab[n], scale[n], g[n], c).x;
+    }
+    if (stochastic) {
+#pragma unroll
+      for (int n = 0; n < N; ++n) {
+        const uint64_t mags = stochastic_codes(x[n], inv[n], seed, offset, sr_index[n]);
+        const bool clean = !num::is_nan(b[n]) && !num::is_nan(inv[n]);
+        Block16 xb;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) xb.v[i] = x[n][i];
+        out[n] = BlockCodes{mags | (clean ? sign_nibbles(x[n]) : reference_signs(xb, inv[n])),
+                            scale[n]};
+      }
+      return;
+    }
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      const float inv_s = num::mul(inv[n], grid::k2m6);
+      float gv[16];
+      grid_values_s(x[n], inv_s, gv);
+      out[n] = BlockCodes{pack_codes_s(gv) | sign_nibbles(x[n]), scale[n]};
+      if (!codes_fast_ok_s(b[n], inv_s)) {
+        Block16 xb;
+#pragma unroll
+        for (int i = 0; i < 16; ++i) xb.v[i] = x[n][i];
+        out[n].codes = reference_codes(xb, inv[n]);
+      }
+    }
+  } else {
+    // Phase 1: both candidate scales (N3.1) and their table entries; `fast`: the block meets
+    // C1 and C2 for both (uniform over a tile) and the scales came out of the fast formulas
+    // (b = 0 or b >= 2^-100 for the Markstein b / 6, 0 <= base < 2^100 for the conversion).
+    uint8_t s6[N], s4[N];
+    float inv6[N], inv4[N], k6[N], k4[N];
+    bool fast[N];
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      const float base = num::mul(grid::div_by(b[n], 6.0f, 0.16666667163372039795f), g[n].s_enc);
+      const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
+      s6[n] = static_cast<uint8_t>(s64);
+      s4[n] = static_cast<uint8_t>(s64 >> 8);
+      float2 t6 = tab[n].entries[s6[n]], t4 = tab[n].entries[s4[n]];
+      if (!tab[n].valid) {
+        t6 = scale_entry(s6[n], g[n], c);
+        t4 = scale_entry(s4[n], g[n], c);
+      }
+      inv6[n] = num::mul(t6.x, grid::k2m6);
+      inv4[n] = num::mul(t4.x, grid::k2m6);
+      k6[n] = t6.y;
+      k4[n] = t4.y;
+      fast[n] = (b[n] >= 7.88860905e-31f || b[n] == 0.0f) && e4m3x2_ok(base) &&
+                codes_fast_ok_s(b[n], inv6[n]) && codes_fast_ok_s(b[n], inv4[n]) &&
+                k6[n] == k6[n] && k4[n] == k4[n];
+    }
+    // Then block by block (the phase-1 chains above are what needs interleaving; a block's 16
+    // elements and two candidates give enough independent work, and the registers of two
+    // blocks' grid values would spill): scaled grid values, approximate errors (K scaled by
+    // 64 to match), codes, the choice (N3.5). Equal scales give equal errors: 6. When the
+    // approximate errors are closer than their bounds, the exact ones from the grid values.
+    const float rows = kTile ? 16.0f : 1.0f;
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+      float g6[16], g4[16];
+      grid_values_s(x[n], inv6[n], g6);
+      grid_values_s(x[n], inv4[n], g4);
+      float e6 = grid::approx_error<rule_of<M>()>(x[n], g6, num::mul(k6[n], 64.0f));
+      float e4 = grid::approx_error<rule_of<M>()>(x[n], g4, num::mul(k4[n], 64.0f));
+      if constexpr (kTile) {
+        e6 = tile_error_tree<M>(e6, half_mask);
+        e4 = tile_error_tree<M>(e4, half_mask);
+      }
+      bool four = false;
+      if (fast[n] && s4[n] != s6[n]) {
+        const float bound =
+            num::add(approx_bound<M>(e6, k6[n], rows), approx_bound<M>(e4, k4[n], rows));
+        if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided (uniform over a tile)
+          e6 = grid::exact_error<rule_of<M>()>(x[n], g6, e4m3_value(s6[n]), g[n].amax, c.denom,
+                                               c.rdenom, 64.0f);
+          e4 = grid::exact_error<rule_of<M>()>(x[n], g4, e4m3_value(s4[n]), g[n].amax, c.denom,
+                                               c.rdenom, 64.0f);
+          if constexpr (kTile) {
+            e6 = tile_error_tree<M>(e6, half_mask);
+            e4 = tile_error_tree<M>(e4, half_mask);
+          }
+        }
+        four = num::pick_map4(e4, e6);
+      }
+      const uint64_t mags = four ? pack_codes_s(g4) : pack_codes_s(g6);
+      out[n] = BlockCodes{mags | sign_nibbles(x[n]), four ? s4[n] : s6[n]};
+    }
+    // Blocks outside the fast path (NaN/Inf, extreme scales or amaxes): the reference.
+#pragma unroll
+    for (int n = 0; n < N; ++n)
+      if (!fast[n]) out[n] = reference_block_4over6<M, kTile>(x[n], b[n], g[n], c, half_mask);
+  }
+}
+
+// One block (quantize_blocks with N = 1).
 template <QuantMode M, bool kTile>
 __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const GlobalScale& g,
                                                      const ErrorConsts& c, bool stochastic,
                                                      uint64_t seed, uint64_t offset,
                                                      uint64_t sr_index, unsigned half_mask,
                                                      TableRef tab) {
-  const float amax = g.amax;
-  // Block amax (N9) with a NaN-propagating max: equal to the integer max of the |x| bits except
-  // for the NaN payload, which no output depends on (a NaN block amax gives scale 0x7F).
-  float m8[8];  // a tree (depth 4, not 15)
+  float xs[1][16];
 #pragma unroll
-  for (int i = 0; i < 8; ++i) m8[i] = max_nan(fabsf(x[i]), fabsf(x[i + 8]));
-#pragma unroll
-  for (int i = 0; i < 4; ++i) m8[i] = max_nan(m8[i], m8[i + 4]);
-  float block_amax = max_nan(max_nan(m8[0], m8[2]), max_nan(m8[1], m8[3]));
-  if constexpr (kTile) {
-#pragma unroll
-    for (int w = 8; w >= 1; w >>= 1)
-      block_amax = max_nan(block_amax, __shfl_xor_sync(half_mask, block_amax, w, 16));
-  }
-  const float s_enc = g.s_enc, s_dec = g.s_dec;
-  constexpr bool kErrorRule =
-      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
-
-  uint8_t scale;
-  float inv;
-  float gv[16];  // grid values of the chosen candidate (fast path)
-  bool fast;
-  if constexpr (!kErrorRule) {
-    if constexpr (M == QuantMode::kGradient) {  // N4
-      scale = scale_one(num::mul(block_amax, num::mul(s_enc, 1.0f / 6.0f)));
-    } else {
-      const uint32_t s64 = scales_4over6(block_amax, s_enc);
-      scale = static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
-    }
-    inv = scale_lookup(tab, scale, g, c).x;
-    if (stochastic) {
-      const uint64_t mags = stochastic_codes(x, inv, seed, offset, sr_index);
-      const bool clean = !num::is_nan(block_amax) && !num::is_nan(inv);
-      Block16 xb;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-      return BlockCodes{mags | (clean ? sign_nibbles(x) : reference_signs(xb, inv)), scale};
-    }
-    fast = codes_fast_ok(block_amax, inv);
-    if (fast) grid_values(x, inv, gv);
-  } else {
-    const uint32_t s64 = scales_4over6(block_amax, s_enc);
-    const uint8_t s6 = static_cast<uint8_t>(s64), s4 = static_cast<uint8_t>(s64 >> 8);
-    const float2 t6 = scale_lookup(tab, s6, g, c), t4 = scale_lookup(tab, s4, g, c);
-    const float inv6 = t6.x, inv4 = t4.x, k6 = t6.y, k4 = t4.y;
-    // Uniform over a tile's half-warp: b, the scales and A are the tile's. k is NaN unless C2.
-    fast =
-        codes_fast_ok(block_amax, inv6) && codes_fast_ok(block_amax, inv4) && k6 == k6 && k4 == k4;
-    bool four = false;
-    if (fast) {
-      float g6[16], g4[16];
-      grid_values(x, inv6, g6);
-      grid_values(x, inv4, g4);
-      if (s4 != s6) {  // equal scales give equal errors: 6 (N3.5)
-        float e6 = grid::approx_error<rule_of<M>()>(x, g6, k6);
-        float e4 = grid::approx_error<rule_of<M>()>(x, g4, k4);
-        if constexpr (kTile) {
-          e6 = tile_error_tree<M>(e6, half_mask);
-          e4 = tile_error_tree<M>(e4, half_mask);
-        }
-        const float n = kTile ? 16.0f : 1.0f;
-        const float bound = num::add(approx_bound<M>(e6, k6, n), approx_bound<M>(e4, k4, n));
-        if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided: the exact errors
-          e6 = grid::exact_error<rule_of<M>()>(x, g6, e4m3_value(s6), amax, c.denom, c.rdenom);
-          e4 = grid::exact_error<rule_of<M>()>(x, g4, e4m3_value(s4), amax, c.denom, c.rdenom);
-          if constexpr (kTile) {
-            e6 = tile_error_tree<M>(e6, half_mask);
-            e4 = tile_error_tree<M>(e4, half_mask);
-          }
-        }
-        four = num::pick_map4(e4, e6);  // N3.5
-      }
-#pragma unroll
-      for (int i = 0; i < 16; ++i) gv[i] = four ? g4[i] : g6[i];
-    } else {  // the reference
-      Block16 xb;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-      const float2 e = reference_errors(xb, s6, s4, s_dec, amax, c.bound, rule_of<M>());
-      float e6 = e.x, e4 = e.y;
-      if constexpr (kTile) {
-        e6 = tile_error_tree<M>(e6, half_mask);
-        e4 = tile_error_tree<M>(e4, half_mask);
-      }
-      four = num::pick_map4(e4, e6);
-    }
-    scale = four ? s4 : s6;
-    inv = four ? inv4 : inv6;
-  }
-  if (fast) return BlockCodes{pack_magnitudes(gv) | sign_nibbles(x), scale};
-  Block16 xb;
-#pragma unroll
-  for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-  return BlockCodes{reference_codes(xb, inv), scale};
+  for (int i = 0; i < 16; ++i) xs[0][i] = x[i];
+  const GlobalScale gs[1] = {g};
+  const uint64_t idx[1] = {sr_index};
+  const TableRef tabs[1] = {tab};
+  BlockCodes out[1];
+  quantize_blocks<M, kTile, 1>(xs, gs, c, stochastic, seed, offset, idx, half_mask, tabs, out);
+  return out[0];
 }
 
 }  // namespace f46::cuda

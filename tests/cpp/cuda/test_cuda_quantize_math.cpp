@@ -59,6 +59,32 @@ TEST(CudaQuantizeMath, RoundToGridEqualsReference) {
   }
 }
 
+// The scaled form (grid values in units of 2^-6) and the codes read from their E4M3 bytes.
+TEST(CudaQuantizeMath, ScaledRoundToGridAndCodeBytes) {
+  for (float v : rounding_inputs()) {
+    if (!(v < 7.0f)) continue;
+    const float g = grid::round_to_grid_s(num::mul(v, grid::k2m6));
+    ASSERT_TRUE(same_bits(g, num::mul(ref_grid(v), grid::k2m6))) << v;
+    const uint32_t code = num::e2m1_from_float(num::clamp6(v)) & 7u;
+    ASSERT_EQ(grid::code_bytes_s(g, 0.0f), code << 2) << v;
+    ASSERT_EQ(grid::code_bytes_s(0.0f, g), code << 10) << v;
+  }
+  for (float v : {1e-45f, 1e-40f, 1.17549435e-38f, 2.3e-38f})  // sub-normal and tiny: code 0
+    EXPECT_TRUE(same_bits(grid::round_to_grid_s(v), 0.0f)) << v;
+  // Eight codes into nibbles 0..7, every code at every position.
+  for (int pos = 0; pos < 8; ++pos) {
+    for (uint8_t code = 0; code < 8; ++code) {
+      float g[8];
+      for (int j = 0; j < 8; ++j)
+        g[j] = num::mul(num::e2m1_value(j == pos ? code : static_cast<uint8_t>(7 - j % 8)),
+                        grid::k2m6);
+      uint32_t want = 0;
+      for (int j = 0; j < 8; ++j) want |= uint32_t{j == pos ? code : 7u - j} << (4 * j);
+      ASSERT_EQ(grid::pack_codes8_s(g), want) << pos << " " << int{code};
+    }
+  }
+}
+
 TEST(CudaQuantizeMath, FloorToGridEqualsReference) {
   for (float v : rounding_inputs()) {
     if (!(v <= 6.0f)) continue;
@@ -117,6 +143,12 @@ Candidate candidate(const float* x, float block_amax, uint8_t s, float amax, flo
   for (int i = 0; i < 16; ++i) g[i] = grid::round_to_grid(num::mul(std::fabs(x[i]), inv));
   c.k = grid::div_by(num::mul(sf, amax), d, rd);
   c.exact_fast = grid::exact_error<R>(x, g, sf, amax, d, rd);
+  float gs[16];  // the scaled grid values give the same exact error
+  for (int i = 0; i < 16; ++i)
+    gs[i] = grid::round_to_grid_s(num::mul(std::fabs(x[i]), num::mul(inv, grid::k2m6)));
+  const float scaled = grid::exact_error<R>(x, gs, sf, amax, d, rd, 64.0f);
+  if (num::mul(inv, grid::k2m6) >= 1.17549435e-38f && !same_bits(scaled, c.exact_fast))
+    c.exact_fast = std::nanf("");  // fails the caller's bitwise check
   c.approx = grid::approx_error<R>(x, g, c.k);
   return c;
 }
