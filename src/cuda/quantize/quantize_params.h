@@ -59,5 +59,8 @@ inline constexpr int kTileStages = 2;
 inline constexpr int kTileWarps = 4;
 inline constexpr int kTileThreads = 32 * kTileWarps;
 inline constexpr int kTileMinCtas = 4;
+// Units per segment of a band a tile-kernel warp takes in a row with a group-scope amax (8: a
+// row's scales of a segment fill one 32-byte sector).
+inline constexpr int kGroupSegmentUnits = 8;
 
 }  // namespace f46::cuda

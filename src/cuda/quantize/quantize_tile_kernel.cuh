@@ -1,13 +1,12 @@
 // Tile quantization kernel (docs/numerics.md N2-N7): rowwise and/or columnwise output from one
 // read of x, 1x16 or 16x16 blocks. Each warp works alone: no CTA barrier after the start.
 //
-// Work: x cut into U units of kUnitRows x kUnitCols (32 x 64), in row-band-major order; warp w
-// of W takes units w, w + W, ... (tensor scope) or [w U / W, (w + 1) U / W) (group scope) and
-// copies each into its own shared-memory ring through cp.async, one unit ahead of the one it
-// quantizes (__syncwarp, no CTA barrier). A unit's rows are 16 bytes apart beyond their
-// length, so the row reads (16-byte loads), the column reads (a warp reads 32 consecutive
-// elements of one row) and the copies are free of bank conflicts with constant offsets (no
-// address arithmetic per element).
+// Work: x cut into units of kUnitRows x kUnitCols (32 x 64), walked by the warps in interleaved
+// segments (UnitWalk); each warp copies its units into its own shared-memory ring through
+// cp.async, one unit ahead of the one it quantizes (__syncwarp, no CTA barrier). A unit's rows
+// are 16 bytes apart beyond their length, so the row reads (16-byte loads), the column reads (a
+// warp reads 32 consecutive elements of one row) and the copies are free of bank conflicts with
+// constant offsets (no address arithmetic per element).
 //
 // Per unit, lane l quantizes:
 //   rowwise, 1x16:   row 8s + l/4, block column l%4 (s = 0..3): four lanes write the 32
@@ -62,6 +61,28 @@ __device__ __forceinline__ void store16(uint8_t* p, uint64_t lo, uint64_t hi) { 
                  static_cast<uint32_t>(hi), static_cast<uint32_t>(hi >> 32));
 }
 
+// A warp's walk over the units: segments of `width` units along a band (the band's last one
+// may be shorter) in band-major order, the warp taking segments w, w + W, ... Units whose
+// outputs share a 32-byte sector (a column's next 16 rows, its scale bytes over 512 rows, a
+// row's scales over 8 units) are then made at about the same time by neighbouring warps or in
+// a row by one warp, so L2 merges the pieces before it writes the sector back. Contiguous unit
+// ranges per warp left columnwise sectors half-written until evicted, doubling the DRAM traffic
+// of the columnwise output (Nsight Compute, 2026-12-03). Width 1 per tensor; per group
+// kGroupSegmentUnits (the scale tables follow the group of a unit's first row: one refill per
+// segment at most).
+struct UnitWalk {
+  BlockCursor seg;  // (band, segment column)
+  int32_t u;        // unit within the segment
+  __device__ __forceinline__ int32_t col(int32_t width) const { return seg.col * width + u; }
+  __device__ __forceinline__ void step(const CursorStep& next, int32_t width, int32_t units_x) {
+    ++u;
+    if (u == width || col(width) == units_x) {
+      u = 0;
+      advance(seg, next);
+    }
+  }
+};
+
 template <typename T, QuantMode M, bool kTile16>
 __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     quantize_tile_kernel(const QuantizeParams p) {
@@ -87,20 +108,11 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
 
   const unsigned half_mask = 0xFFFFu << (lane & 16);
   const int32_t units_x = static_cast<int32_t>((p.cols + kUnitCols - 1) / kUnitCols);
-  const int64_t units = units_x * ((p.rows + kUnitRows - 1) / kUnitRows);
+  const int32_t bands = static_cast<int32_t>((p.rows + kUnitRows - 1) / kUnitRows);
+  const int32_t width = p.scope == ScopeKind::kTensor ? 1 : kGroupSegmentUnits;
+  const int32_t segs_x = (units_x + width - 1) / width;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kTileWarps;
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kTileWarps + warp;
-  // Per tensor, warp w takes units w, w + W, ...: the units whose outputs share a 32-byte
-  // sector (a column's next 16 rows, its scale bytes over 512 rows, a row's scales over 8
-  // units) are made at about the same time, so L2 merges the pieces before it writes the sector
-  // back; contiguous ranges left half-written sectors to be evicted, doubling the DRAM traffic of
-  // the columnwise output (Nsight Compute, 2026-12-03). Per group, contiguous ranges: the scale
-  // tables follow the group of the unit's first row and are refilled when it changes.
-  const bool interleave = p.scope == ScopeKind::kTensor;
-  const int64_t u_begin = interleave ? w : units * w / warps;
-  const int32_t n_units =
-      static_cast<int32_t>(interleave ? (w < units ? (units - 1 - w) / warps + 1 : 0)
-                                      : units * (w + 1) / warps - u_begin);
   const S* x_base = static_cast<const S*>(p.x);
   const float* amax_t = p.amax_t != nullptr ? p.amax_t : p.amax;
   // Lane's copies: chunk lane % kCpr of rows lane / kCpr + kRowsPerCopy i.
@@ -108,18 +120,20 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   const uint32_t cp_dst0 = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) +
                            cp_row * L::kRowBytes + (lane % kCpr) * 16;
 
-  // Copies of the warp's unit k go to stage k % kTileStages; (band, unit column) cursors.
-  BlockCursor pre{static_cast<int32_t>(u_begin / units_x), static_cast<int32_t>(u_begin % units_x)};
-  BlockCursor cur = pre;
-  const CursorStep next = interleave ? CursorStep{static_cast<int32_t>(warps / units_x),
-                                                  static_cast<int32_t>(warps % units_x), units_x}
-                                     : CursorStep{0, 1, units_x};
+  // Copies of the warp's unit k go to stage k % kTileStages.
+  const UnitWalk first{{static_cast<int32_t>(w / segs_x), static_cast<int32_t>(w % segs_x)}, 0};
+  UnitWalk pre = first;
+  int32_t q_band = 0, q_col = 0;  // the unit issued last (the next one to quantize)
+  const CursorStep next{static_cast<int32_t>(warps / segs_x), static_cast<int32_t>(warps % segs_x),
+                        segs_x};
   int32_t pre_k = 0;
   auto issue = [&]() {  // one commit group per unit, empty past the warp's range
-    if (p.vec_load && pre_k < n_units) {
+    q_band = pre.seg.row;
+    q_col = pre.col(width);
+    if (p.vec_load && q_band < bands) {
       const uint32_t dst = cp_dst0 + (pre_k % kTileStages) * L::kUnitBytes;
-      const int64_t row = static_cast<int64_t>(pre.row) * kUnitRows + cp_row;
-      const int64_t col = static_cast<int64_t>(pre.col) * kUnitCols + cp_col;
+      const int64_t row = static_cast<int64_t>(q_band) * kUnitRows + cp_row;
+      const int64_t col = static_cast<int64_t>(q_col) * kUnitCols + cp_col;
       const S* src = x_base + row * p.x_stride + col;
       const int64_t step = kRowsPerCopy * p.x_stride;
       if (row - cp_row + kUnitRows <= p.rows && col - cp_col + kUnitCols <= p.cols) {  // whole
@@ -134,18 +148,18 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     }
     cp_async_commit();
     ++pre_k;
-    advance(pre, next);
+    pre.step(next, width, units_x);
   };
   issue();
 
   const ErrorConsts consts = error_consts(p.bound);
   float tab_amax = 0.0f, tab_amax_t = 0.0f;  // the tables' amaxes, set at the first unit
   GlobalScale gs{}, gs_t{};
-  for (int32_t k = 0; k < n_units; ++k) {
-    issue();
-    const int64_t row0 = static_cast<int64_t>(cur.row) * kUnitRows;
-    const int64_t col0 = static_cast<int64_t>(cur.col) * kUnitCols;
-    advance(cur, next);
+  for (int32_t k = 0;; ++k) {
+    const int64_t row0 = static_cast<int64_t>(q_band) * kUnitRows;  // unit k, issued last
+    const int64_t col0 = static_cast<int64_t>(q_col) * kUnitCols;
+    if (q_band >= bands) break;  // uniform over the warp
+    issue();                     // unit k + 1
     uint8_t* const unit = ring + (k % kTileStages) * L::kUnitBytes;
     if (p.vec_load) {
       cp_async_wait<1>();  // this unit's group has landed (this lane's copies)
