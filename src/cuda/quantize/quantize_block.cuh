@@ -196,149 +196,92 @@ __device__ __forceinline__ BlockCodes reference_block_4over6(const float (&x)[16
   return BlockCodes{reference_codes(xb, inverse_of(scale, g.s_dec)), scale};
 }
 
-// Quantize N blocks x[n] (already RHT-transformed when enabled), block n under the global amax
-// g[n].amax and the scale table tab[n]. The N blocks go through each phase together (block
-// amax and scales; grid values, errors and codes of both candidates; the 4/6 choice; the
-// result), so their dependent chains interleave. kTile: each block is one row of a 16x16 tile
-// held by the 16 lanes of this half-warp (half_mask); the tile shares one scale (N1.4, N3.4).
-// sr_index[n]: element index of x[n][0] for stochastic rounding (N6).
-template <QuantMode M, bool kTile, int N>
-__device__ __forceinline__ void quantize_blocks(const float (&x)[N][16], const GlobalScale (&g)[N],
-                                                const ErrorConsts& c, bool stochastic,
-                                                uint64_t seed, uint64_t offset,
-                                                const uint64_t (&sr_index)[N],
-                                                unsigned half_mask, const TableRef (&tab)[N],
-                                                BlockCodes (&out)[N]) {
-  constexpr bool kErrorRule =
-      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
-  float b[N];
-#pragma unroll
-  for (int n = 0; n < N; ++n) b[n] = block_amax<kTile>(x[n], half_mask);
-
-  if constexpr (!kErrorRule) {
-    uint8_t scale[N];
-    float inv[N];
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      if constexpr (M == QuantMode::kGradient) {  // N4
-        scale[n] = scale_one(num::mul(b[n], num::mul(g[n].s_enc, 1.0f / 6.0f)));
-      } else {
-        const uint32_t s64 = scales_4over6(b[n], g[n].s_enc);
-        scale[n] = static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
-      }
-      inv[n] = scale_lookup(tab[n], scale[n], g[n], c).x;
-    }
-    if (stochastic) {
-#pragma unroll
-      for (int n = 0; n < N; ++n) {
-        const uint64_t mags = stochastic_codes(x[n], inv[n], seed, offset, sr_index[n]);
-        const bool clean = !num::is_nan(b[n]) && !num::is_nan(inv[n]);
-        Block16 xb;
-#pragma unroll
-        for (int i = 0; i < 16; ++i) xb.v[i] = x[n][i];
-        out[n] = BlockCodes{mags | (clean ? sign_nibbles(x[n]) : reference_signs(xb, inv[n])),
-                            scale[n]};
-      }
-      return;
-    }
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      const float inv_s = num::mul(inv[n], grid::k2m6);
-      float gv[16];
-      grid_values_s(x[n], inv_s, gv);
-      out[n] = BlockCodes{pack_codes_s(gv) | sign_nibbles(x[n]), scale[n]};
-      if (!codes_fast_ok_s(b[n], inv_s)) {
-        Block16 xb;
-#pragma unroll
-        for (int i = 0; i < 16; ++i) xb.v[i] = x[n][i];
-        out[n].codes = reference_codes(xb, inv[n]);
-      }
-    }
-  } else {
-    // Phase 1: both candidate scales (N3.1) and their table entries; `fast`: the block meets
-    // C1 and C2 for both (uniform over a tile) and the scales came out of the fast formulas
-    // (b = 0 or b >= 2^-100 for the Markstein b / 6, 0 <= base < 2^100 for the conversion).
-    uint8_t s6[N], s4[N];
-    float inv6[N], inv4[N], k6[N], k4[N];
-    bool fast[N];
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      const float base = num::mul(grid::div_by(b[n], 6.0f, 0.16666667163372039795f), g[n].s_enc);
-      const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
-      s6[n] = static_cast<uint8_t>(s64);
-      s4[n] = static_cast<uint8_t>(s64 >> 8);
-      float2 t6 = tab[n].entries[s6[n]], t4 = tab[n].entries[s4[n]];
-      if (!tab[n].valid) {
-        t6 = scale_entry(s6[n], g[n], c);
-        t4 = scale_entry(s4[n], g[n], c);
-      }
-      inv6[n] = num::mul(t6.x, grid::k2m6);
-      inv4[n] = num::mul(t4.x, grid::k2m6);
-      k6[n] = t6.y;
-      k4[n] = t4.y;
-      fast[n] = (b[n] >= 7.88860905e-31f || b[n] == 0.0f) && e4m3x2_ok(base) &&
-                codes_fast_ok_s(b[n], inv6[n]) && codes_fast_ok_s(b[n], inv4[n]) &&
-                k6[n] == k6[n] && k4[n] == k4[n];
-    }
-    // Then block by block (the phase-1 chains above are what needs interleaving; a block's 16
-    // elements and two candidates give enough independent work, and the registers of two
-    // blocks' grid values would spill): scaled grid values, approximate errors (K scaled by
-    // 64 to match), codes, the choice (N3.5). Equal scales give equal errors: 6. When the
-    // approximate errors are closer than their bounds, the exact ones from the grid values.
-    const float rows = kTile ? 16.0f : 1.0f;
-#pragma unroll
-    for (int n = 0; n < N; ++n) {
-      float g6[16], g4[16];
-      grid_values_s(x[n], inv6[n], g6);
-      grid_values_s(x[n], inv4[n], g4);
-      float e6 = grid::approx_error<rule_of<M>()>(x[n], g6, num::mul(k6[n], 64.0f));
-      float e4 = grid::approx_error<rule_of<M>()>(x[n], g4, num::mul(k4[n], 64.0f));
-      if constexpr (kTile) {
-        e6 = tile_error_tree<M>(e6, half_mask);
-        e4 = tile_error_tree<M>(e4, half_mask);
-      }
-      bool four = false;
-      if (fast[n] && s4[n] != s6[n]) {
-        const float bound =
-            num::add(approx_bound<M>(e6, k6[n], rows), approx_bound<M>(e4, k4[n], rows));
-        if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided (uniform over a tile)
-          e6 = grid::exact_error<rule_of<M>()>(x[n], g6, e4m3_value(s6[n]), g[n].amax, c.denom,
-                                               c.rdenom, 64.0f);
-          e4 = grid::exact_error<rule_of<M>()>(x[n], g4, e4m3_value(s4[n]), g[n].amax, c.denom,
-                                               c.rdenom, 64.0f);
-          if constexpr (kTile) {
-            e6 = tile_error_tree<M>(e6, half_mask);
-            e4 = tile_error_tree<M>(e4, half_mask);
-          }
-        }
-        four = num::pick_map4(e4, e6);
-      }
-      const uint64_t mags = four ? pack_codes_s(g4) : pack_codes_s(g6);
-      out[n] = BlockCodes{mags | sign_nibbles(x[n]), four ? s4[n] : s6[n]};
-    }
-    // Blocks outside the fast path (NaN/Inf, extreme scales or amaxes): the reference.
-#pragma unroll
-    for (int n = 0; n < N; ++n)
-      if (!fast[n]) out[n] = reference_block_4over6<M, kTile>(x[n], b[n], g[n], c, half_mask);
-  }
-}
-
-// One block (quantize_blocks with N = 1).
+// Quantize 16 values x (already RHT-transformed when enabled) with global amax `g.amax`.
+// kTile: the block is one row of a 16x16 tile held by the 16 lanes of this half-warp
+// (half_mask); the tile shares one scale (N1.4, N3.4). `sr_index`: element index of x[0] for
+// stochastic rounding (N6).
 template <QuantMode M, bool kTile>
 __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const GlobalScale& g,
                                                      const ErrorConsts& c, bool stochastic,
                                                      uint64_t seed, uint64_t offset,
                                                      uint64_t sr_index, unsigned half_mask,
                                                      TableRef tab) {
-  float xs[1][16];
+  constexpr bool kErrorRule =
+      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
+  const float b = block_amax<kTile>(x, half_mask);
+
+  if constexpr (!kErrorRule) {
+    uint8_t scale;
+    if constexpr (M == QuantMode::kGradient) {  // N4
+      scale = scale_one(num::mul(b, num::mul(g.s_enc, 1.0f / 6.0f)));
+    } else {
+      const uint32_t s64 = scales_4over6(b, g.s_enc);
+      scale = static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
+    }
+    const float inv = scale_lookup(tab, scale, g, c).x;
+    Block16 xb;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) xs[0][i] = x[i];
-  const GlobalScale gs[1] = {g};
-  const uint64_t idx[1] = {sr_index};
-  const TableRef tabs[1] = {tab};
-  BlockCodes out[1];
-  quantize_blocks<M, kTile, 1>(xs, gs, c, stochastic, seed, offset, idx, half_mask, tabs, out);
-  return out[0];
+    for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+    if (stochastic) {
+      const uint64_t mags = stochastic_codes(x, inv, seed, offset, sr_index);
+      const bool clean = !num::is_nan(b) && !num::is_nan(inv);
+      return BlockCodes{mags | (clean ? sign_nibbles(x) : reference_signs(xb, inv)), scale};
+    }
+    const float inv_s = num::mul(inv, grid::k2m6);
+    if (!codes_fast_ok_s(b, inv_s)) return BlockCodes{reference_codes(xb, inv), scale};
+    float gv[16];
+    grid_values_s(x, inv_s, gv);
+    return BlockCodes{pack_codes_s(gv) | sign_nibbles(x), scale};
+  } else {
+    // Both candidate scales (N3.1) and their table entries; `fast`: the block meets C1 and C2
+    // for both (uniform over a tile) and the scales came out of the fast formulas (b = 0 or
+    // b >= 2^-100 for the Markstein b / 6, 0 <= base < 2^100 for the conversion).
+    const float base = num::mul(grid::div_by(b, 6.0f, 0.16666667163372039795f), g.s_enc);
+    const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
+    const uint8_t s6 = static_cast<uint8_t>(s64), s4 = static_cast<uint8_t>(s64 >> 8);
+    float2 t6 = tab.entries[s6], t4 = tab.entries[s4];
+    if (!tab.valid) {
+      t6 = scale_entry(s6, g, c);
+      t4 = scale_entry(s4, g, c);
+    }
+    const float inv6 = num::mul(t6.x, grid::k2m6), inv4 = num::mul(t4.x, grid::k2m6);
+    const float k6 = t6.y, k4 = t4.y;
+    const bool fast = (b >= 7.88860905e-31f || b == 0.0f) && e4m3x2_ok(base) &&
+                      codes_fast_ok_s(b, inv6) && codes_fast_ok_s(b, inv4) && k6 == k6 &&
+                      k4 == k4;
+    // Blocks outside the fast path (NaN/Inf, extreme scales or amaxes): the reference.
+    if (!fast) return reference_block_4over6<M, kTile>(x, b, g, c, half_mask);
+    // Scaled grid values, approximate errors (K scaled by 64 to match), the choice (N3.5).
+    // Equal scales give equal errors: 6. When the approximate errors are closer than their
+    // bounds, the exact ones from the same grid values.
+    float g6[16], g4[16];
+    grid_values_s(x, inv6, g6);
+    grid_values_s(x, inv4, g4);
+    float e6 = grid::approx_error<rule_of<M>()>(x, g6, num::mul(k6, 64.0f));
+    float e4 = grid::approx_error<rule_of<M>()>(x, g4, num::mul(k4, 64.0f));
+    if constexpr (kTile) {
+      e6 = tile_error_tree<M>(e6, half_mask);
+      e4 = tile_error_tree<M>(e4, half_mask);
+    }
+    bool four = false;
+    if (s4 != s6) {
+      const float rows = kTile ? 16.0f : 1.0f;
+      const float bound = num::add(approx_bound<M>(e6, k6, rows), approx_bound<M>(e4, k4, rows));
+      if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided (uniform over a tile)
+        e6 = grid::exact_error<rule_of<M>()>(x, g6, e4m3_value(s6), g.amax, c.denom, c.rdenom,
+                                             64.0f);
+        e4 = grid::exact_error<rule_of<M>()>(x, g4, e4m3_value(s4), g.amax, c.denom, c.rdenom,
+                                             64.0f);
+        if constexpr (kTile) {
+          e6 = tile_error_tree<M>(e6, half_mask);
+          e4 = tile_error_tree<M>(e4, half_mask);
+        }
+      }
+      four = num::pick_map4(e4, e6);
+    }
+    const uint64_t mags = four ? pack_codes_s(g4) : pack_codes_s(g6);
+    return BlockCodes{mags | sign_nibbles(x), four ? s4 : s6};
+  }
 }
 
 }  // namespace f46::cuda
