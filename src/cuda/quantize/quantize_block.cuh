@@ -247,8 +247,7 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
     const float inv6 = num::mul(t6.x, grid::k2m6), inv4 = num::mul(t4.x, grid::k2m6);
     const float k6 = t6.y, k4 = t4.y;
     const bool fast = (b >= 7.88860905e-31f || b == 0.0f) && e4m3x2_ok(base) &&
-                      codes_fast_ok_s(b, inv6) && codes_fast_ok_s(b, inv4) && k6 == k6 &&
-                      k4 == k4;
+                      codes_fast_ok_s(b, inv6) && codes_fast_ok_s(b, inv4) && k6 == k6 && k4 == k4;
     // Blocks outside the fast path (NaN/Inf, extreme scales or amaxes): the reference.
     if (!fast) return reference_block_4over6<M, kTile>(x, b, g, c, half_mask);
     // Scaled grid values, approximate errors (K scaled by 64 to match), the choice (N3.5).
