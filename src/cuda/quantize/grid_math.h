@@ -112,6 +112,11 @@ F46_HD uint32_t code_bits22(float g) { return num::bits(num::mul(g, k2m126)); }
 // The fast-path conditions of quantize_block.cuh: C1 (codes; also no NaN/Inf in the block, inv
 // finite) and C2 (the exact error rewrite: every val of the candidate normal and finite).
 F46_HD bool codes_fast_ok(float block_amax, float inv) { return num::mul(block_amax, inv) < 7.0f; }
+// C1 for the scaled reciprocal inv_s = inv * 2^-6 of the scaled grid values: codes_fast_ok(b,
+// inv), and inv_s exact (normal).
+F46_HD bool codes_fast_ok_s(float block_amax, float inv_s) {
+  return num::mul(block_amax, inv_s) < 0.109375f && inv_s >= 1.17549435e-38f;  // 7/64, 2^-126
+}
 F46_HD bool error_fast_ok(float sf, float amax) {
   if (sf == 0.0f || amax == 0.0f) return amax <= num::kFltMax;
   const float y = num::mul(sf, amax);
@@ -149,11 +154,13 @@ F46_HD float div_by(float t, float d, float rd) {
   const float q = num::mul(t, rd);
   return fma_rn(fma_rn(-q, d, t), rd, q);
 }
-// RN(b / 6): Markstein as div_by for b >= 2^-100 (checked for every float up to FLT_MAX; it
-// fails only for b < 2^-125), the true division below.
+// RN(b / 6) by Markstein as div_by, for b = 0 or b >= 2^-100 (div6_fast_ok; checked for every
+// float up to FLT_MAX; it fails only for b < 2^-125); div6: the true division below that.
+F46_HD bool div6_fast_ok(float b) { return b == 0.0f || b >= 7.88860905e-31f; }
+F46_HD float div6_fast(float b) { return div_by(b, 6.0f, 0.16666667163372039795f); }
 F46_HD float div6(float b) {
   if (!(b >= 7.88860905e-31f)) return num::div(b, 6.0f);
-  return div_by(b, 6.0f, 0.16666667163372039795f);
+  return div6_fast(b);
 }
 
 // Approximate error (quantize_block.cuh) of one candidate: grid values g of |x| * inv,

@@ -36,9 +36,6 @@ __device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either i
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }
-__device__ __forceinline__ bool codes_fast_ok(float block_amax, float inv) {
-  return grid::codes_fast_ok(block_amax, inv);
-}
 __device__ __forceinline__ bool error_fast_ok(float sf, float amax) {
   return grid::error_fast_ok(sf, amax);
 }
@@ -170,10 +167,6 @@ __device__ __forceinline__ void grid_values_s(const float (&x)[16], float inv_s,
 __device__ __forceinline__ uint64_t pack_codes_s(const float (&g)[16]) {
   return grid::pack_codes8_s(g) | (static_cast<uint64_t>(grid::pack_codes8_s(g + 8)) << 32);
 }
-// C1 for a scaled reciprocal: RN(b * inv) < 7 (as codes_fast_ok) and inv_s = inv * 2^-6 exact.
-__device__ __forceinline__ bool codes_fast_ok_s(float block_amax, float inv_s) {
-  return num::mul(block_amax, inv_s) < 0.109375f && inv_s >= 1.17549435e-38f;  // 7/64, 2^-126
-}
 
 // The reference path of one block of an error rule (N3): the scales and both errors by the
 // formulas of common/numerics.h, the tile tree, the choice and the codes. Uniform over a tile.
@@ -228,7 +221,7 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
       return BlockCodes{mags | (clean ? sign_nibbles(x) : reference_signs(xb, inv)), scale};
     }
     const float inv_s = num::mul(inv, grid::k2m6);
-    if (!codes_fast_ok_s(b, inv_s)) return BlockCodes{reference_codes(xb, inv), scale};
+    if (!grid::codes_fast_ok_s(b, inv_s)) return BlockCodes{reference_codes(xb, inv), scale};
     float gv[16];
     grid_values_s(x, inv_s, gv);
     return BlockCodes{pack_codes_s(gv) | sign_nibbles(x), scale};
@@ -236,7 +229,7 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
     // Both candidate scales (N3.1) and their table entries; `fast`: the block meets C1 and C2
     // for both (uniform over a tile) and the scales came out of the fast formulas (b = 0 or
     // b >= 2^-100 for the Markstein b / 6, 0 <= base < 2^100 for the conversion).
-    const float base = num::mul(grid::div_by(b, 6.0f, 0.16666667163372039795f), g.s_enc);
+    const float base = num::mul(grid::div6_fast(b), g.s_enc);
     const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
     const uint8_t s6 = static_cast<uint8_t>(s64), s4 = static_cast<uint8_t>(s64 >> 8);
     float2 t6 = tab.entries[s6], t4 = tab.entries[s4];
@@ -246,8 +239,8 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
     }
     const float inv6 = num::mul(t6.x, grid::k2m6), inv4 = num::mul(t4.x, grid::k2m6);
     const float k6 = t6.y, k4 = t4.y;
-    const bool fast = (b >= 7.88860905e-31f || b == 0.0f) && e4m3x2_ok(base) &&
-                      codes_fast_ok_s(b, inv6) && codes_fast_ok_s(b, inv4) && k6 == k6 && k4 == k4;
+    const bool fast = grid::div6_fast_ok(b) && e4m3x2_ok(base) && grid::codes_fast_ok_s(b, inv6) &&
+                      grid::codes_fast_ok_s(b, inv4) && k6 == k6 && k4 == k4;
     // Blocks outside the fast path (NaN/Inf, extreme scales or amaxes): the reference.
     if (!fast) return reference_block_4over6<M, kTile>(x, b, g, c, half_mask);
     // Scaled grid values, approximate errors (K scaled by 64 to match), the choice (N3.5).

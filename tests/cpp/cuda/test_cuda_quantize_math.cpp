@@ -85,6 +85,25 @@ TEST(CudaQuantizeMath, ScaledRoundToGridAndCodeBytes) {
   }
 }
 
+// C1 for the scaled reciprocal agrees with C1 wherever inv * 2^-6 is normal, and refuses it
+// where it is not; the Markstein b / 6 where div6_fast_ok admits it.
+TEST(CudaQuantizeMath, ScaledFastConditionAndDivision) {
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<uint32_t> bits(0, 0x7F7FFFFFu);
+  for (int it = 0; it < 200000; ++it) {
+    const float b = num::from_bits(bits(gen)), inv = num::from_bits(bits(gen));
+    const float inv_s = num::mul(inv, grid::k2m6);
+    if (inv_s >= 1.17549435e-38f)
+      ASSERT_EQ(grid::codes_fast_ok_s(b, inv_s), grid::codes_fast_ok(b, inv)) << b << " " << inv;
+    else
+      ASSERT_FALSE(grid::codes_fast_ok_s(b, inv_s)) << b << " " << inv;
+    if (grid::div6_fast_ok(b)) ASSERT_TRUE(same_bits(grid::div6_fast(b), b / 6.0f)) << b;
+  }
+  EXPECT_TRUE(grid::div6_fast_ok(0.0f));
+  EXPECT_FALSE(grid::div6_fast_ok(1e-31f));
+  EXPECT_FALSE(grid::div6_fast_ok(std::nanf("")));
+}
+
 TEST(CudaQuantizeMath, FloorToGridEqualsReference) {
   for (float v : rounding_inputs()) {
     if (!(v <= 6.0f)) continue;
