@@ -176,24 +176,23 @@ F46_HD uint8_t e2m1_from_float_stochastic(float v, uint32_t r) {
 }
 
 // ---- Random Hadamard transform of 16 values (N7) --------------------------------------------
-// y[i] = 0.25 * sum_{j=0..15, in order} H16[i][j] * s[j] * x[j], FP32, H16[i][j] = (-1)^popc(i&j).
-F46_HD uint32_t parity(uint32_t v) {
-#if defined(__CUDA_ARCH__)
-  return static_cast<uint32_t>(__popc(v)) & 1u;
-#else
-  return static_cast<uint32_t>(__builtin_popcount(v)) & 1u;
-#endif
-}
+// y = 0.25 * H16 diag(s) x in FP32, H16[i][j] = (-1)^popc(i&j) (Sylvester order), computed by
+// the butterfly order of rht16 below.
 F46_HD uint32_t rht_sign_mask() { return 0xD7E8u; }  // bit j set where s[j] = -1
+// Signs, then the fast Walsh-Hadamard transform in four stages of sums and differences
+// (stage h = 8, 4, 2, 1: elements j and j + h of each 2h-block become their sum and difference),
+// then * 0.25. 64 additions instead of 240; the same function on the CPU and the GPU.
 F46_HD void rht16(const float* x, float* y) {
-  for (int i = 0; i < 16; ++i) {
-    float acc = 0.0f;
-    for (int j = 0; j < 16; ++j) {
-      const uint32_t neg = parity(static_cast<uint32_t>(i & j)) ^ ((rht_sign_mask() >> j) & 1u);
-      acc = add(acc, neg ? -x[j] : x[j]);
-    }
-    y[i] = mul(acc, 0.25f);
-  }
+  float v[16];
+  for (int j = 0; j < 16; ++j) v[j] = ((rht_sign_mask() >> j) & 1u) ? -x[j] : x[j];
+  for (int h = 8; h >= 1; h >>= 1)
+    for (int j = 0; j < 16; ++j)
+      if ((j & h) == 0) {
+        const float a = v[j], b = v[j + h];
+        v[j] = add(a, b);
+        v[j + h] = sub(a, b);
+      }
+  for (int i = 0; i < 16; ++i) y[i] = mul(v[i], 0.25f);
 }
 
 // ---- Global scales (N2) -------------------------------------------------------------------

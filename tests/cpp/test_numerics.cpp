@@ -186,6 +186,21 @@ TEST(StochasticRounding, OnlyNeighboursAndExactGrid) {
 }
 
 // ---- RHT ----------------------------------------------------------------------------------
+// Sylvester Walsh-Hadamard transform by its recursion, in FP32 (the order of N7).
+std::vector<float> walsh_hadamard(const std::vector<float>& v) {
+  if (v.size() == 1) return v;
+  const size_t n = v.size() / 2;
+  std::vector<float> sum(n), diff(n);
+  for (size_t j = 0; j < n; ++j) {
+    sum[j] = v[j] + v[j + n];
+    diff[j] = v[j] - v[j + n];
+  }
+  std::vector<float> out = walsh_hadamard(sum);
+  const std::vector<float> lower = walsh_hadamard(diff);
+  out.insert(out.end(), lower.begin(), lower.end());
+  return out;
+}
+
 TEST(Rht, MatchesExplicitMatrixAndIsOrthogonal) {
   const int s[16] = {1, 1, 1, -1, 1, -1, -1, -1, -1, -1, -1, 1, -1, 1, -1, -1};
   // H16 by the Sylvester recursion, independent of the popcount formula.
@@ -210,10 +225,17 @@ TEST(Rht, MatchesExplicitMatrixAndIsOrthogonal) {
     const float* xb = x.data() + 16 * b;
     float y[16];
     num::rht16(xb, y);
+    // The contract's order (N7), written as its recursion H [a; b] = [H (a + b); H (a - b)].
+    std::vector<float> v(16);
+    for (int j = 0; j < 16; ++j) v[j] = s[j] < 0 ? -xb[j] : xb[j];
+    const std::vector<float> want = walsh_hadamard(v);
+    for (int i = 0; i < 16; ++i)
+      EXPECT_TRUE(test::same_bits(y[i], want[i] * 0.25f)) << b << " " << i;
+    // Within FP32 rounding of the exact transform (a wrong sign or index would be far off).
     for (int i = 0; i < 16; ++i) {
-      float acc = 0.0f;  // the contract: in-order FP32 sum, then * 0.25
-      for (int j = 0; j < 16; ++j) acc += static_cast<float>(h[i][j] * s[j]) * xb[j];
-      EXPECT_TRUE(test::same_bits(y[i], acc * 0.25f));
+      double exact = 0;
+      for (int j = 0; j < 16; ++j) exact += h[i][j] * s[j] * static_cast<double>(xb[j]);
+      EXPECT_NEAR(y[i], exact / 4.0, 1e-6 * (1 + std::fabs(exact)));
     }
     // M^T M = I: applying M^T = diag(s) H / 4 undoes the transform up to FP32 rounding.
     for (int j = 0; j < 16; ++j) {
