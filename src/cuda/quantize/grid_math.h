@@ -82,13 +82,19 @@ F46_HD uint32_t code_bytes_s(float lo, float hi) {
   return num::e4m3_from_float(lo) | (uint32_t{num::e4m3_from_float(hi)} << 8);
 #endif
 }
-// Magnitude codes of 8 scaled grid values at nibbles 0..7: bytes 4 c0, 4 c2, 4 c4, 4 c6 shifted
-// down by 2, or'ed with bytes 4 c1, 4 c3, 4 c5, 4 c7 shifted up by 2 (no bits cross a byte).
-F46_HD uint32_t pack_codes8_s(const float* g) {
-  const uint32_t even = code_bytes_s(g[0], g[2]) | (code_bytes_s(g[4], g[6]) << 16);
-  const uint32_t odd = code_bytes_s(g[1], g[3]) | (code_bytes_s(g[5], g[7]) << 16);
-  return (even >> 2) | (odd << 2);
+// Magnitude codes of 8 scaled grid values at nibbles 0..7 (pack_codes8_s): bytes 4 c0, 4 c2,
+// 4 c4, 4 c6 (the `even` word) shifted down by 2, or'ed with bytes 4 c1, 4 c3, 4 c5, 4 c7 (`odd`)
+// shifted up by 2 (no bits cross a byte). In two halves, so a choice between two candidates
+// selects 2 words, not 8 values: even_odd_s gives the E4M3 words, join_s combines them.
+struct CodeWords {
+  uint32_t even, odd;
+};
+F46_HD CodeWords even_odd_s(const float* g) {
+  return CodeWords{code_bytes_s(g[0], g[2]) | (code_bytes_s(g[4], g[6]) << 16),
+                   code_bytes_s(g[1], g[3]) | (code_bytes_s(g[5], g[7]) << 16)};
 }
+F46_HD uint32_t join_s(CodeWords c) { return (c.even >> 2) | (c.odd << 2); }
+F46_HD uint32_t pack_codes8_s(const float* g) { return join_s(even_odd_s(g)); }
 
 // The E2M1 grid value at or below v, 0 <= v <= 6 (the `lo` of N6): the first FMA rounded
 // toward zero truncates to the step.
@@ -123,6 +129,39 @@ F46_HD bool error_fast_ok(float sf, float amax) {
   return y >= 7.88860905e-31f && y <= 3.32306999e+35f;  // 2^-100, 2^118
 }
 
+// The fast-path limit of a scale byte for the lean kernels (quantize_lean.cuh): the smallest
+// b >= 0 with !codes_fast_ok_s(b, inv_s), so that codes_fast_ok_s(b, inv_s) == (b < limit) for
+// every b >= 0, +Inf and NaN (RN(b * inv_s) is monotone in b); 0 where inv_s is not normal
+// (codes_fast_ok_s refuses every b there). inv_s <= FLT_MAX * 2^-6 (N3.2 clamps inv).
+F46_HD float fast_limit(float inv_s) {
+  if (!(inv_s >= 1.17549435e-38f)) return 0.0f;  // 2^-126; also NaN
+  float t = num::div(0.109375f, inv_s);          // 7/64 / inv_s, normal and finite
+  while (!(num::mul(t, inv_s) >= 0.109375f)) t = num::from_bits(num::bits(t) + 1u);
+  while (t > 0.0f && num::mul(num::from_bits(num::bits(t) - 1u), inv_s) >= 0.109375f)
+    t = num::from_bits(num::bits(t) - 1u);
+  return t;
+}
+
+// Sign bits of 8 bf16 values, raw words w[0..3] (element 2j in the low half of w[j], 2j+1 in
+// the high half), or'ed into their code nibbles (bit 3 of nibble i, N1.2): bytes 1 and 3 of the
+// words gathered by byte permutes (X: signs of elements 0, 2, 4, 6 at bit 7 of bytes 0..3; Z:
+// elements 1, 3, 5, 7), X shifted to bit 3 of each byte.
+F46_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, s);
+#else
+  const uint64_t v = x | (static_cast<uint64_t>(y) << 32);
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
+  return r;
+#endif
+}
+F46_HD uint32_t or_signs8_bf16(uint32_t codes, const uint32_t* w) {
+  const uint32_t p = byte_perm(w[0], w[1], 0x7351u), q = byte_perm(w[2], w[3], 0x7351u);
+  const uint32_t x = byte_perm(p, q, 0x5410u), z = byte_perm(p, q, 0x7632u);
+  return codes | (z & 0x80808080u) | ((x >> 4) & 0x08080808u);
+}
+
 // Bounds on |exact error - approximate error| of one candidate (quantize_block.cuh,
 // "approximate errors"), from the approximate error e and K = RN(RN(sf * A) / (6 * bound)) (~ the
 // value of grid point 1), for n rows (1, or 16 for a tile). u = 2^-24. The derivations:
@@ -146,6 +185,27 @@ F46_HD float approx_bound_mse(float e, float k, float n) {
 }
 F46_HD float approx_bound_absmax(float k) {
   return num::add(num::mul(k, 7.62939453125e-06f), 7.52316384526264005e-37f);
+}
+
+// The lean kernels' bound for one row: a K term per scale byte from the table, kterm(K) =
+// RN(RN(c K^j) + 2^-120) (MAE c = 2^-14, j = 1; MSE 2^-10, j = 2; abs_max 2^-17, j = 1), and
+// lean_bound = RN(RN(e6 + e4) * ce + RN(kterm6 + kterm4)), ce = 2^-17 (0 for abs_max). Each
+// of its four roundings is relative (all terms >= 0), so it is at least (1 - 2^-22) times the
+// exact sum approx_bound(e6, K6, 1) + approx_bound(e4, K4, 1) stands for; the derivations above
+// need less than 1/2.6 of that.
+template <Rule R>
+F46_HD float bound_kterm(float k) {
+  if constexpr (R == Rule::kMSE)
+    return num::add(num::mul(num::mul(k, k), 9.765625e-04f), 7.52316384526264005e-37f);
+  else if constexpr (R == Rule::kAbsMax)
+    return num::add(num::mul(k, 7.62939453125e-06f), 7.52316384526264005e-37f);
+  else
+    return num::add(num::mul(k, 6.103515625e-05f), 7.52316384526264005e-37f);
+}
+template <Rule R>
+F46_HD float lean_bound(float e6, float e4, float kterm6, float kterm4) {
+  const float ce = R == Rule::kAbsMax ? 0.0f : 7.62939453125e-06f;
+  return fma_rn(num::add(e6, e4), ce, num::add(kterm6, kterm4));
 }
 
 // RN(t / d) for t = 0 or |t| in [2^-100, 2^120], d = 6 * bound (1536 or 2688), rd = RN(1/d)

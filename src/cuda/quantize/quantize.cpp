@@ -104,6 +104,9 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   l.tile16 = tile16;
   l.tile_kernel = tile16 || cfg.columnwise;
   l.shared_bytes = shared;
+  l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && p.scope == ScopeKind::kTensor &&
+           p.vec_load && (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
+           p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
   if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
     l.grid = dim3(grid_x(ceil_div(rows, kUnitRows) * ceil_div(cols, kUnitCols), kTileWarps));
   } else {

@@ -2,7 +2,10 @@
 #pragma once
 
 #include "cuda/common/cuda_check.h"
+#include <type_traits>
+
 #include "cuda/quantize/quantize_launch.h"
+#include "cuda/quantize/quantize_lean.cuh"
 #include "cuda/quantize/quantize_rows_kernel.cuh"
 #include "cuda/quantize/quantize_tile_kernel.cuh"
 
@@ -30,6 +33,15 @@ unsigned resident_ctas(K kernel, int threads, size_t shared_bytes) {
 
 template <typename T, QuantMode M>
 void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
+  if constexpr (std::is_same_v<T, Bf16>) {
+    if (l.lean) {
+      const unsigned max_ctas = resident_ctas(quantize_rows_lean_kernel<M>, kRowThreads, 0);
+      const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
+      quantize_rows_lean_kernel<M><<<grid, kRowThreads, 0, stream>>>(p);
+      F46_CHECK_LAUNCH("quantize_rows_lean_kernel");
+      return;
+    }
+  }
   if (!l.tile_kernel) {
     const unsigned max_ctas =
         resident_ctas(quantize_rows_kernel<T, M>, kRowThreads, l.shared_bytes);

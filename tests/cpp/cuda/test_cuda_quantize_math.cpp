@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -102,6 +103,46 @@ TEST(CudaQuantizeMath, ScaledFastConditionAndDivision) {
   EXPECT_TRUE(grid::div6_fast_ok(0.0f));
   EXPECT_FALSE(grid::div6_fast_ok(1e-31f));
   EXPECT_FALSE(grid::div6_fast_ok(std::nanf("")));
+}
+
+// The lean kernels' table limit: b < fast_limit(inv_s) exactly when codes_fast_ok_s(b, inv_s),
+// checked at the limit, one ulp around it and at random b; 0 where inv_s is not normal.
+TEST(CudaQuantizeMath, FastLimitIsTheFastCondition) {
+  std::mt19937 gen(11);
+  std::uniform_int_distribution<uint32_t> bits(0, 0x7F7FFFFFu);
+  int at_limit = 0;
+  for (int it = 0; it < 100000; ++it) {
+    const float inv_s = num::mul(num::from_bits(bits(gen)), grid::k2m6);
+    const float lim = grid::fast_limit(inv_s);
+    if (!(inv_s >= 1.17549435e-38f)) {
+      ASSERT_EQ(lim, 0.0f) << inv_s;
+      continue;
+    }
+    ASSERT_GT(lim, 0.0f) << inv_s;
+    const uint32_t u = num::bits(lim);
+    for (float b : {lim, num::from_bits(u - 1), num::from_bits(u + 1), num::from_bits(bits(gen)),
+                    0.0f, std::numeric_limits<float>::infinity(), std::nanf("")}) {
+      ASSERT_EQ(b < lim, grid::codes_fast_ok_s(b, inv_s)) << b << " " << inv_s;
+    }
+    at_limit += grid::codes_fast_ok_s(num::from_bits(u - 1), inv_s);
+  }
+  EXPECT_GT(at_limit, 90000);  // the limit is tight: one ulp below it is fast
+}
+
+// Signs from raw bf16 words: bit 3 of nibble i is the sign of element i; the codes are kept.
+TEST(CudaQuantizeMath, SignsFromBf16Words) {
+  std::mt19937 gen(12);
+  for (int it = 0; it < 100000; ++it) {
+    uint32_t w[4];
+    for (uint32_t& v : w) v = gen();
+    const uint32_t codes = gen() & 0x77777777u;
+    uint32_t want = codes;
+    for (int i = 0; i < 8; ++i) {
+      const uint32_t half = (w[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
+      want |= (half >> 15) << (4 * i + 3);
+    }
+    ASSERT_EQ(grid::or_signs8_bf16(codes, w), want) << it;
+  }
 }
 
 TEST(CudaQuantizeMath, FloorToGridEqualsReference) {
@@ -239,6 +280,15 @@ void check_rule(const char* name) {
     ASSERT_LE(std::fabs(e4 - a4), bound_of<R>(a4, k4, n)) << name << " case " << it;
     const bool decided = std::fabs(a4 - a6) > bound_of<R>(a6, k6, n) + bound_of<R>(a4, k4, n);
     if (decided) ASSERT_EQ(a4 < a6, num::pick_map4(e4, e6)) << name << " case " << it;
+    if (!tile) {  // the lean kernels' bound (quantize_lean.cuh) for one row
+      const float lean =
+          grid::lean_bound<R>(a6, a4, grid::bound_kterm<R>(k6), grid::bound_kterm<R>(k4));
+      ASSERT_GE(lean, (bound_of<R>(a6, k6, 1) + bound_of<R>(a4, k4, 1)) * (1.0f - 0x1p-22f))
+          << name << " case " << it;
+      ASSERT_LE(std::fabs(e6 - a6) + std::fabs(e4 - a4), lean) << name << " case " << it;
+      if (std::fabs(a4 - a6) > lean)
+        ASSERT_EQ(a4 < a6, num::pick_map4(e4, e6)) << name << " case " << it;
+    }
     undecided += !decided;
     exact_ties += e4 == e6;
     (void)e6f;

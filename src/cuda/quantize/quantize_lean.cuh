@@ -1,0 +1,197 @@
+// The lean rowwise kernel: bf16 input, 1x16 blocks, rowwise output only, a per-tensor global
+// amax, x contiguous and 16-byte aligned, dense outputs, no RHT, round to nearest (the training
+// activations and weights). Same arithmetic and the same results as quantize_rows_kernel
+// (quantize_block.cuh), fewer instructions per block (Nsight Compute, 2026-12-03: the general
+// rows kernel spent as many instructions around a block's element work as in it):
+//   - one shared table entry per scale byte (LeanEntry) holds inv * 2^-6, K * 64, the bound's K
+//     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
+//     one 16-byte shared load and no per-block multiplies or condition chains;
+//   - signs come from the raw bf16 words (grid::or_signs8_bf16) and are or'ed into the codes;
+//   - the loop has no cursors, scope checks or table refills: block i of the tensor is row-major
+//     block i of the outputs.
+// The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*.cpp:
+// the bf16 per-tensor rowwise cases land here).
+#pragma once
+
+#include <cstdint>
+
+#include "common/numerics.h"
+#include "cuda/quantize/grid_math.h"
+#include "cuda/quantize/quantize_block.cuh"
+#include "cuda/quantize/quantize_kernel_parts.cuh"
+#include "cuda/quantize/quantize_params.h"
+
+namespace f46::cuda {
+
+// Per scale byte s for the tensor's global amax (scale_entry): inv_s = inv * 2^-6, k64 = K * 64
+// (the scaled grid values' K), kterm = grid::bound_kterm(K), limit = grid::fast_limit(inv_s),
+// set to 0 for the error rules where K is NaN (C2 fails: every block with s takes the reference).
+struct LeanEntry {
+  float inv_s, k64, kterm, limit;
+};
+
+template <QuantMode M>
+__device__ __forceinline__ void fill_lean_table(LeanEntry* tab, const GlobalScale& g,
+                                                const ErrorConsts& c) {
+  constexpr bool kErrorRule =
+      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
+  for (int s = threadIdx.x; s < 256; s += blockDim.x) {
+    const float2 e = scale_entry(static_cast<uint32_t>(s), g, c);
+    const float inv_s = num::mul(e.x, grid::k2m6);
+    float limit = grid::fast_limit(inv_s);
+    if (kErrorRule && !(e.y == e.y)) limit = 0.0f;
+    tab[s] = LeanEntry{inv_s, num::mul(e.y, 64.0f), grid::bound_kterm<rule_of<M>()>(e.y), limit};
+  }
+  __syncthreads();
+}
+
+// One 1x16 block from its 8 raw bf16 words (element 2j low half of w[j]); quantize_block's
+// fast path with the table's constants, the reference path for the blocks it does not admit.
+template <QuantMode M>
+__device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const LeanEntry* tab,
+                                                 const GlobalScale& g, const ErrorConsts& c) {
+  constexpr bool kErrorRule =
+      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
+  constexpr Rule kRule = rule_of<M>();
+  float x[16];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    x[2 * j] = num::from_bits(w[j] << 16);
+    x[2 * j + 1] = num::from_bits(w[j] & 0xFFFF0000u);
+  }
+  const float b = block_amax<false>(x, 0u);
+  if constexpr (!kErrorRule) {
+    uint8_t scale;
+    if constexpr (M == QuantMode::kGradient) {  // N4
+      scale = scale_one(num::mul(b, num::mul(g.s_enc, 1.0f / 6.0f)));
+    } else {
+      const uint32_t s64 = scales_4over6(b, g.s_enc);
+      scale = static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
+    }
+    const LeanEntry t = tab[scale];
+    if (!(b < t.limit)) {
+      Block16 xb;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+      return BlockCodes{reference_codes(xb, inverse_of(scale, g.s_dec)), scale};
+    }
+    float gv[16];
+    grid_values_s(x, t.inv_s, gv);
+    const uint32_t lo = grid::or_signs8_bf16(grid::pack_codes8_s(gv), w);
+    const uint32_t hi = grid::or_signs8_bf16(grid::pack_codes8_s(gv + 8), w + 4);
+    return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), scale};
+  } else {
+    // The candidate scales (N3.1) by the fast formulas, their entries; `fast`: the block meets
+    // C1 and C2 for both (b < limit) and the fast formulas hold (b = 0 or b >= 2^-100 for the
+    // Markstein b / 6, base < 2^100 for the conversion).
+    const float base = num::mul(grid::div6_fast(b), g.s_enc);
+    const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
+    const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
+    const LeanEntry t6 = tab[s6], t4 = tab[s4];
+    const bool fast =
+        grid::div6_fast_ok(b) && e4m3x2_ok(base) && b < t6.limit && b < t4.limit;
+    if (!fast) return reference_block_4over6<M, false>(x, b, g, c, 0u);
+    // One candidate after the other, keeping only its error and code words (fewer registers
+    // live: more resident warps); the rare undecided block computes its grid values again.
+    float gv[16];
+    grid_values_s(x, t6.inv_s, gv);
+    float e6 = grid::approx_error<kRule>(x, gv, t6.k64);
+    const grid::CodeWords a6 = grid::even_odd_s(gv), b6 = grid::even_odd_s(gv + 8);
+    grid_values_s(x, t4.inv_s, gv);
+    float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
+    const grid::CodeWords a4 = grid::even_odd_s(gv), b4 = grid::even_odd_s(gv + 8);
+    bool four = false;
+    if (s4 != s6) {  // equal scales give equal errors: 6
+      const float bound = grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm);
+      if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided: the exact errors
+        grid_values_s(x, t6.inv_s, gv);
+        e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax,
+                                      c.denom, c.rdenom, 64.0f);
+        grid_values_s(x, t4.inv_s, gv);
+        e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax,
+                                      c.denom, c.rdenom, 64.0f);
+      }
+      four = num::pick_map4(e4, e6);
+    }
+    const uint32_t lo = grid::or_signs8_bf16(grid::join_s(four ? a4 : a6), w);
+    const uint32_t hi = grid::or_signs8_bf16(grid::join_s(four ? b4 : b6), w + 4);
+    return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32),
+                      static_cast<uint8_t>(four ? s4 : s6)};
+  }
+}
+
+// The kernel. Work and loads as quantize_rows_kernel's contiguous path: CTA c takes the steps
+// [c S / G, (c + 1) S / G) of kRowThreads consecutive blocks, thread t block t of each step;
+// lane l of a warp copies the 16-byte vectors l and l + 32 of the warp's 1 KB run through
+// cp.async into the ring slots of the blocks they belong to, kStages - 1 steps ahead
+// (cp.async.wait_group then __syncwarp: a lane reads only slots its warp wrote).
+template <QuantMode M>
+__global__ void __launch_bounds__(kRowThreads, kLeanMinCtas)
+    quantize_rows_lean_kernel(const QuantizeParams p) {
+  constexpr int kStages = kRowRingBytes / 32;  // 4
+  static_assert(kStages >= 2 && kRowThreads % 32 == 0, "ring and whole warps");
+  __shared__ uint4 ring[kStages][2][kRowThreads];  // [stage][vector][thread]
+  __shared__ LeanEntry s_tab[256];
+
+  const int tid = threadIdx.x, lane = tid & 31, warp0 = tid & ~31;
+  const int64_t total = p.rows * (p.cols / 16);  // blocks
+  const int64_t steps = (total + kRowThreads - 1) / kRowThreads;
+  const int64_t full_steps = total / kRowThreads;
+  const int64_t s_begin = steps * blockIdx.x / gridDim.x;
+  const int64_t s_end = steps * (blockIdx.x + 1) / gridDim.x;
+  const int32_t n_steps = static_cast<int32_t>(s_end - s_begin);
+
+  constexpr int kStageBytes = 2 * kRowThreads * 16;
+  const uint32_t ring0 = static_cast<uint32_t>(__cvta_generic_to_shared(&ring[0][0][0]));
+  const uint32_t dst0 = ring0 + ((lane % 2) * kRowThreads + warp0 + lane / 2) * 16;
+  const uint4* src = static_cast<const uint4*>(p.x) + (s_begin * kRowThreads + warp0) * 2 + lane;
+  // Steps of the CTA whose vectors all lie in x (all but the tensor's last, partial one).
+  const int64_t full_left = full_steps - s_begin;
+  const int32_t n_full = full_left < 0 ? 0 : (full_left < n_steps ? static_cast<int32_t>(full_left) : n_steps);
+  int32_t pre_k = 0;  // steps issued; step pre_k goes to stage pre_k % kStages
+  auto issue = [&]() {  // one commit group per step, empty past the CTA's range
+    const uint32_t dst = dst0 + (pre_k % kStages) * kStageBytes;
+    if (pre_k < n_full) {
+      cp_async16(dst, src);
+      cp_async16(dst + 16 * 16, src + 32);
+    } else if (pre_k < n_steps) {  // the tensor's last step: vectors past x are not read
+      const int64_t left = (total - (s_begin + pre_k) * kRowThreads - warp0) * 2 - lane;
+      if (left > 0) cp_async16(dst, src);
+      if (left > 32) cp_async16(dst + 16 * 16, src + 32);
+    }
+    src += kRowThreads * 2;
+    cp_async_commit();
+    ++pre_k;
+  };
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) issue();
+
+  const ErrorConsts consts = error_consts(p.bound);
+  const GlobalScale gs = global_scale(p.amax[0], p.bound);
+  fill_lean_table<M>(s_tab, gs, consts);
+
+  // Thread tid's blocks: s_begin * kRowThreads + tid + k * kRowThreads; `left` counts the
+  // thread's blocks still in x.
+  const int64_t blk0 = s_begin * kRowThreads + tid;
+  uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes) + blk0;
+  uint8_t* scales = p.scales + blk0;
+  const int64_t mine = total > blk0 ? (total - blk0 + kRowThreads - 1) / kRowThreads : 0;
+  const int32_t n_mine = mine < n_steps ? static_cast<int32_t>(mine) : n_steps;
+  for (int32_t k = 0; k < n_steps; ++k) {
+    issue();
+    cp_async_wait<kStages - 1>();  // this step's group has landed (this thread's copies)
+    __syncwarp();                  // ... and the other lanes' copies of this warp
+    if (k < n_mine) {
+      const int stage = k % kStages;
+      const uint4 a = ring[stage][0][tid], b = ring[stage][1][tid];
+      const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      const BlockCodes r = lean_block<M>(w, s_tab, gs, consts);
+      codes[static_cast<int64_t>(k) * kRowThreads] = r.codes;
+      scales[static_cast<int64_t>(k) * kRowThreads] = r.scale;
+    }
+    __syncwarp();  // the warp's lanes are done with this stage before it is refilled
+  }
+  cp_async_wait<0>();
+}
+
+}  // namespace f46::cuda
