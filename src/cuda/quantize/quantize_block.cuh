@@ -243,14 +243,17 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
                       grid::codes_fast_ok_s(b, inv4) && k6 == k6 && k4 == k4;
     // Blocks outside the fast path (NaN/Inf, extreme scales or amaxes): the reference.
     if (!fast) return reference_block_4over6<M, kTile>(x, b, g, c, half_mask);
-    // Scaled grid values, approximate errors (K scaled by 64 to match), the choice (N3.5).
-    // Equal scales give equal errors: 6. When the approximate errors are closer than their
-    // bounds, the exact ones from the same grid values.
-    float g6[16], g4[16];
-    grid_values_s(x, inv6, g6);
-    grid_values_s(x, inv4, g4);
-    float e6 = grid::approx_error<rule_of<M>()>(x, g6, num::mul(k6, 64.0f));
-    float e4 = grid::approx_error<rule_of<M>()>(x, g4, num::mul(k4, 64.0f));
+    // Scaled grid values, approximate errors (K scaled by 64 to match), the choice (N3.5), one
+    // candidate after the other (only its error and codes stay live: fewer registers). Equal
+    // scales give equal errors: 6. When the approximate errors are closer than their bounds,
+    // the exact ones from the grid values computed again.
+    float gv[16];
+    grid_values_s(x, inv6, gv);
+    float e6 = grid::approx_error<rule_of<M>()>(x, gv, num::mul(k6, 64.0f));
+    const uint64_t mags6 = pack_codes_s(gv);
+    grid_values_s(x, inv4, gv);
+    float e4 = grid::approx_error<rule_of<M>()>(x, gv, num::mul(k4, 64.0f));
+    const uint64_t mags4 = pack_codes_s(gv);
     if constexpr (kTile) {
       e6 = tile_error_tree<M>(e6, half_mask);
       e4 = tile_error_tree<M>(e4, half_mask);
@@ -260,9 +263,11 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
       const float rows = kTile ? 16.0f : 1.0f;
       const float bound = num::add(approx_bound<M>(e6, k6, rows), approx_bound<M>(e4, k4, rows));
       if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided (uniform over a tile)
-        e6 = grid::exact_error<rule_of<M>()>(x, g6, e4m3_value(s6), g.amax, c.denom, c.rdenom,
+        grid_values_s(x, inv6, gv);
+        e6 = grid::exact_error<rule_of<M>()>(x, gv, e4m3_value(s6), g.amax, c.denom, c.rdenom,
                                              64.0f);
-        e4 = grid::exact_error<rule_of<M>()>(x, g4, e4m3_value(s4), g.amax, c.denom, c.rdenom,
+        grid_values_s(x, inv4, gv);
+        e4 = grid::exact_error<rule_of<M>()>(x, gv, e4m3_value(s4), g.amax, c.denom, c.rdenom,
                                              64.0f);
         if constexpr (kTile) {
           e6 = tile_error_tree<M>(e6, half_mask);
@@ -271,7 +276,7 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
       }
       four = num::pick_map4(e4, e6);
     }
-    const uint64_t mags = four ? pack_codes_s(g4) : pack_codes_s(g6);
+    const uint64_t mags = four ? mags4 : mags6;
     return BlockCodes{mags | sign_nibbles(x), four ? s4 : s6};
   }
 }

@@ -50,7 +50,8 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
     F46_CHECK_LAUNCH("quantize_rows_kernel");
   } else {
     // Dynamic shared memory: the warps' rings and scale tables, then the group offsets.
-    const size_t shared = TileLayout<typename T::Storage>::kBytes + l.shared_bytes;
+    const size_t shared =
+        TileLayout<typename T::Storage>::bytes(p.scope == ScopeKind::kTensor) + l.shared_bytes;
     auto kernel = l.tile16 ? quantize_tile_kernel<T, M, true> : quantize_tile_kernel<T, M, false>;
     const unsigned max_ctas = resident_ctas(kernel, kTileThreads, shared);
     const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);

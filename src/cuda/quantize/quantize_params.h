@@ -49,11 +49,9 @@ inline constexpr int kRowRingBytes = 128;
 // Resident CTAs per SM the rows kernel's registers are bounded for (65536 / (256 n) each; 3
 // spills and measured slower on the H200, bench/RESULTS.md).
 inline constexpr int kRowMinCtas = 2;
-// The lean rows kernel (quantize_lean.cuh): registers bounded for this many CTAs per SM.
-#ifndef F46_LEAN_MIN_CTAS
-#define F46_LEAN_MIN_CTAS 3
-#endif
-inline constexpr int kLeanMinCtas = F46_LEAN_MIN_CTAS;
+// The lean rows kernel (quantize_lean.cuh): registers bounded for this many CTAs per SM (3
+// measured the same on the H200, 80 registers with a small spill, bench/RESULTS.md).
+inline constexpr int kLeanMinCtas = 2;
 // Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
 // kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
 // being quantized, one in flight), kTileWarps warps per CTA, registers bounded for

@@ -36,14 +36,21 @@ namespace f46::cuda {
 // Shared-memory layout of one CTA: per warp a ring of kTileStages units, two scale tables
 // (rowwise, columnwise amax) and the global amaxes of the unit's 32 rows (rowwise,
 // columnwise), then the staged group offsets.
+// Per tensor the CTA shares one pair of tables, filled once before the walk; otherwise each
+// warp has its own pair, refilled as the amax of its units changes.
 template <typename S>
 struct TileLayout {
   static constexpr int kRowBytes = kUnitCols * static_cast<int>(sizeof(S)) + 16;  // padded
   static constexpr int kUnitBytes = kUnitRows * kRowBytes;
   static constexpr int kRingBytes = kTileWarps * kTileStages * kUnitBytes;
-  static constexpr int kTabBytes = kTileWarps * 2 * 256 * static_cast<int>(sizeof(float2));
+  static constexpr int kPairBytes = 2 * 256 * static_cast<int>(sizeof(float2));
   static constexpr int kAmaxBytes = kTileWarps * 2 * kUnitRows * static_cast<int>(sizeof(float));
-  static constexpr int kBytes = kRingBytes + kTabBytes + kAmaxBytes;  // + the group offsets
+  static constexpr int tab_bytes(bool per_tensor) {
+    return per_tensor ? kPairBytes : kTileWarps * kPairBytes;
+  }
+  static constexpr int bytes(bool per_tensor) {  // + the group offsets
+    return kRingBytes + tab_bytes(per_tensor) + kAmaxBytes;
+  }
 };
 
 // Fills the warp's scale table for amax `a` (each lane 8 entries, then __syncwarp).
@@ -99,11 +106,13 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   uint8_t* const base = reinterpret_cast<uint8_t*>(smem);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   uint8_t* const ring = base + warp * kTileStages * L::kUnitBytes;
-  float2* const tab = reinterpret_cast<float2*>(base + L::kRingBytes) + warp * 512;
+  const bool per_tensor = p.scope == ScopeKind::kTensor;
+  float2* const tab = reinterpret_cast<float2*>(base + L::kRingBytes) + (per_tensor ? 0 : warp * 512);
   float2* const tab_t = tab + 256;
-  float* const s_amax = reinterpret_cast<float*>(base + L::kRingBytes + L::kTabBytes) + warp * 64;
+  float* const s_amax =
+      reinterpret_cast<float*>(base + L::kRingBytes + L::tab_bytes(per_tensor)) + warp * 64;
   float* const s_amax_t = s_amax + 32;
-  int32_t* const s_offs = reinterpret_cast<int32_t*>(base + L::kBytes);
+  int32_t* const s_offs = reinterpret_cast<int32_t*>(base + L::bytes(per_tensor));
   if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
 
   const unsigned half_mask = 0xFFFFu << (lane & 16);
@@ -153,6 +162,15 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   issue();
 
   const ErrorConsts consts = error_consts(p.bound);
+  if (per_tensor) {  // the CTA's shared tables
+    const GlobalScale g0 = global_scale(p.amax[0], p.bound);
+    const GlobalScale g0_t = global_scale(amax_t[0], p.bound);
+    for (int s = threadIdx.x; s < 256; s += kTileThreads) {
+      if (p.rowwise) tab[s] = scale_entry(static_cast<uint32_t>(s), g0, consts);
+      if (p.columnwise) tab_t[s] = scale_entry(static_cast<uint32_t>(s), g0_t, consts);
+    }
+    __syncthreads();
+  }
   float tab_amax = 0.0f, tab_amax_t = 0.0f;  // the tables' amaxes, set at the first unit
   GlobalScale gs{}, gs_t{};
   for (int32_t k = 0;; ++k) {
@@ -193,11 +211,11 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         gs_t = global_scale(a0_t, p.bound);
       }
       if (p.rowwise && (k == 0 || num::bits(a0) != num::bits(tab_amax))) {
-        fill_warp_table(tab, a0, consts, p.bound, lane);
+        if (!per_tensor) fill_warp_table(tab, a0, consts, p.bound, lane);
         tab_amax = a0;
       }
       if (p.columnwise && (k == 0 || num::bits(a0_t) != num::bits(tab_amax_t))) {
-        fill_warp_table(tab_t, a0_t, consts, p.bound, lane);
+        if (!per_tensor) fill_warp_table(tab_t, a0_t, consts, p.bound, lane);
         tab_amax_t = a0_t;
       }
     }
