@@ -86,6 +86,10 @@ __device__ __forceinline__ uint32_t code_sign(float x, float inv) {
 }
 
 template <QuantMode M>
+constexpr bool is_error_rule() {  // a 4/6 decision by the candidates' errors
+  return M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
+}
+template <QuantMode M>
 constexpr Rule rule_of() {
   return M == QuantMode::kMSE ? Rule::kMSE : (M == QuantMode::kAbsMax ? Rule::kAbsMax : Rule::kMAE);
 }

@@ -152,7 +152,8 @@ F46_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
 #else
   const uint64_t v = x | (static_cast<uint64_t>(y) << 32);
   uint32_t r = 0;
-  for (int i = 0; i < 4; ++i) r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
   return r;
 #endif
 }

@@ -189,6 +189,17 @@ __device__ __forceinline__ BlockCodes reference_block_4over6(const float (&x)[16
   return BlockCodes{reference_codes(xb, inverse_of(scale, g.s_dec)), scale};
 }
 
+// The scale byte of the rules without a 4/6 decision: all6, all4 (N3.1) or gradient (N4).
+template <QuantMode M>
+__device__ __forceinline__ uint8_t plain_scale(float b, const GlobalScale& g) {
+  if constexpr (M == QuantMode::kGradient) {
+    return scale_one(num::mul(b, num::mul(g.s_enc, 1.0f / 6.0f)));
+  } else {
+    const uint32_t s64 = scales_4over6(b, g.s_enc);
+    return static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
+  }
+}
+
 // Quantize 16 values x (already RHT-transformed when enabled) with global amax `g.amax`.
 // kTile: the block is one row of a 16x16 tile held by the 16 lanes of this half-warp
 // (half_mask); the tile shares one scale (N1.4, N3.4). `sr_index`: element index of x[0] for
@@ -199,18 +210,10 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
                                                      uint64_t seed, uint64_t offset,
                                                      uint64_t sr_index, unsigned half_mask,
                                                      TableRef tab) {
-  constexpr bool kErrorRule =
-      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
   const float b = block_amax<kTile>(x, half_mask);
 
-  if constexpr (!kErrorRule) {
-    uint8_t scale;
-    if constexpr (M == QuantMode::kGradient) {  // N4
-      scale = scale_one(num::mul(b, num::mul(g.s_enc, 1.0f / 6.0f)));
-    } else {
-      const uint32_t s64 = scales_4over6(b, g.s_enc);
-      scale = static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
-    }
+  if constexpr (!is_error_rule<M>()) {
+    const uint8_t scale = plain_scale<M>(b, g);
     const float inv = scale_lookup(tab, scale, g, c).x;
     Block16 xb;
 #pragma unroll

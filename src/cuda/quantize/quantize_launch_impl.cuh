@@ -1,9 +1,9 @@
 // Definition of launch_quantize<T>: picks the kernel instance for the mode and block shape.
 #pragma once
 
-#include "cuda/common/cuda_check.h"
 #include <type_traits>
 
+#include "cuda/common/cuda_check.h"
 #include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "cuda/quantize/quantize_rows_kernel.cuh"

@@ -33,13 +33,11 @@ struct LeanEntry {
 template <QuantMode M>
 __device__ __forceinline__ void fill_lean_table(LeanEntry* tab, const GlobalScale& g,
                                                 const ErrorConsts& c) {
-  constexpr bool kErrorRule =
-      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
   for (int s = threadIdx.x; s < 256; s += blockDim.x) {
     const float2 e = scale_entry(static_cast<uint32_t>(s), g, c);
     const float inv_s = num::mul(e.x, grid::k2m6);
     float limit = grid::fast_limit(inv_s);
-    if (kErrorRule && !(e.y == e.y)) limit = 0.0f;
+    if (is_error_rule<M>() && !(e.y == e.y)) limit = 0.0f;
     tab[s] = LeanEntry{inv_s, num::mul(e.y, 64.0f), grid::bound_kterm<rule_of<M>()>(e.y), limit};
   }
   __syncthreads();
@@ -50,8 +48,6 @@ __device__ __forceinline__ void fill_lean_table(LeanEntry* tab, const GlobalScal
 template <QuantMode M>
 __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const LeanEntry* tab,
                                                  const GlobalScale& g, const ErrorConsts& c) {
-  constexpr bool kErrorRule =
-      M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
   constexpr Rule kRule = rule_of<M>();
   float x[16];
 #pragma unroll
@@ -60,14 +56,8 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
     x[2 * j + 1] = num::from_bits(w[j] & 0xFFFF0000u);
   }
   const float b = block_amax<false>(x, 0u);
-  if constexpr (!kErrorRule) {
-    uint8_t scale;
-    if constexpr (M == QuantMode::kGradient) {  // N4
-      scale = scale_one(num::mul(b, num::mul(g.s_enc, 1.0f / 6.0f)));
-    } else {
-      const uint32_t s64 = scales_4over6(b, g.s_enc);
-      scale = static_cast<uint8_t>(M == QuantMode::kAll6 ? s64 : s64 >> 8);
-    }
+  if constexpr (!is_error_rule<M>()) {
+    const uint8_t scale = plain_scale<M>(b, g);
     const LeanEntry t = tab[scale];
     if (!(b < t.limit)) {
       Block16 xb;
@@ -88,8 +78,7 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
     const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
     const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
     const LeanEntry t6 = tab[s6], t4 = tab[s4];
-    const bool fast =
-        grid::div6_fast_ok(b) && e4m3x2_ok(base) && b < t6.limit && b < t4.limit;
+    const bool fast = grid::div6_fast_ok(b) && e4m3x2_ok(base) && b < t6.limit && b < t4.limit;
     if (!fast) return reference_block_4over6<M, false>(x, b, g, c, 0u);
     // One candidate after the other, keeping only its error and code words (fewer registers
     // live: more resident warps); the rare undecided block computes its grid values again.
@@ -105,18 +94,17 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
       const float bound = grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm);
       if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided: the exact errors
         grid_values_s(x, t6.inv_s, gv);
-        e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax,
-                                      c.denom, c.rdenom, 64.0f);
+        e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax, c.denom,
+                                      c.rdenom, 64.0f);
         grid_values_s(x, t4.inv_s, gv);
-        e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax,
-                                      c.denom, c.rdenom, 64.0f);
+        e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax, c.denom,
+                                      c.rdenom, 64.0f);
       }
       four = num::pick_map4(e4, e6);
     }
     const uint32_t lo = grid::or_signs8_bf16(grid::join_s(four ? a4 : a6), w);
     const uint32_t hi = grid::or_signs8_bf16(grid::join_s(four ? b4 : b6), w + 4);
-    return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32),
-                      static_cast<uint8_t>(four ? s4 : s6)};
+    return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
   }
 }
 
@@ -147,8 +135,9 @@ __global__ void __launch_bounds__(kRowThreads, kLeanMinCtas)
   const uint4* src = static_cast<const uint4*>(p.x) + (s_begin * kRowThreads + warp0) * 2 + lane;
   // Steps of the CTA whose vectors all lie in x (all but the tensor's last, partial one).
   const int64_t full_left = full_steps - s_begin;
-  const int32_t n_full = full_left < 0 ? 0 : (full_left < n_steps ? static_cast<int32_t>(full_left) : n_steps);
-  int32_t pre_k = 0;  // steps issued; step pre_k goes to stage pre_k % kStages
+  const int32_t n_full =
+      full_left < 0 ? 0 : (full_left < n_steps ? static_cast<int32_t>(full_left) : n_steps);
+  int32_t pre_k = 0;    // steps issued; step pre_k goes to stage pre_k % kStages
   auto issue = [&]() {  // one commit group per step, empty past the CTA's range
     const uint32_t dst = dst0 + (pre_k % kStages) * kStageBytes;
     if (pre_k < n_full) {
@@ -170,8 +159,7 @@ __global__ void __launch_bounds__(kRowThreads, kLeanMinCtas)
   const GlobalScale gs = global_scale(p.amax[0], p.bound);
   fill_lean_table<M>(s_tab, gs, consts);
 
-  // Thread tid's blocks: s_begin * kRowThreads + tid + k * kRowThreads; `left` counts the
-  // thread's blocks still in x.
+  // Thread tid's blocks: blk0 + k * kRowThreads for k < n_mine (those inside x).
   const int64_t blk0 = s_begin * kRowThreads + tid;
   uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes) + blk0;
   uint8_t* scales = p.scales + blk0;

@@ -107,7 +107,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   uint8_t* const ring = base + warp * kTileStages * L::kUnitBytes;
   const bool per_tensor = p.scope == ScopeKind::kTensor;
-  float2* const tab = reinterpret_cast<float2*>(base + L::kRingBytes) + (per_tensor ? 0 : warp * 512);
+  float2* const tab =
+      reinterpret_cast<float2*>(base + L::kRingBytes) + (per_tensor ? 0 : warp * 512);
   float2* const tab_t = tab + 256;
   float* const s_amax =
       reinterpret_cast<float*>(base + L::kRingBytes + L::tab_bytes(per_tensor)) + warp * 64;
