@@ -163,16 +163,11 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   issue();
 
   const ErrorConsts consts = error_consts(p.bound);
-  if (per_tensor) {  // the CTA's shared tables
-    const GlobalScale g0 = global_scale(p.amax[0], p.bound);
-    const GlobalScale g0_t = global_scale(amax_t[0], p.bound);
-    for (int s = threadIdx.x; s < 256; s += kTileThreads) {
-      if (p.rowwise) tab[s] = scale_entry(static_cast<uint32_t>(s), g0, consts);
-      if (p.columnwise) tab_t[s] = scale_entry(static_cast<uint32_t>(s), g0_t, consts);
-    }
-    __syncthreads();
+  float tab_amax = 0.0f, tab_amax_t = 0.0f;  // the tables' amaxes
+  if (per_tensor) {                          // the CTA's shared tables, filled once
+    if (p.rowwise) tab_amax = fill_scale_table(tab, p.amax[0], consts, p.bound).amax;
+    if (p.columnwise) tab_amax_t = fill_scale_table(tab_t, amax_t[0], consts, p.bound).amax;
   }
-  float tab_amax = 0.0f, tab_amax_t = 0.0f;  // the tables' amaxes, set at the first unit
   GlobalScale gs{}, gs_t{};
   for (int32_t k = 0;; ++k) {
     const int64_t row0 = static_cast<int64_t>(q_band) * kUnitRows;  // unit k, issued last
@@ -211,12 +206,12 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         gs = global_scale(a0, p.bound);
         gs_t = global_scale(a0_t, p.bound);
       }
-      if (p.rowwise && (k == 0 || num::bits(a0) != num::bits(tab_amax))) {
-        if (!per_tensor) fill_warp_table(tab, a0, consts, p.bound, lane);
+      if (p.rowwise && !per_tensor && (k == 0 || num::bits(a0) != num::bits(tab_amax))) {
+        fill_warp_table(tab, a0, consts, p.bound, lane);
         tab_amax = a0;
       }
-      if (p.columnwise && (k == 0 || num::bits(a0_t) != num::bits(tab_amax_t))) {
-        if (!per_tensor) fill_warp_table(tab_t, a0_t, consts, p.bound, lane);
+      if (p.columnwise && !per_tensor && (k == 0 || num::bits(a0_t) != num::bits(tab_amax_t))) {
+        fill_warp_table(tab_t, a0_t, consts, p.bound, lane);
         tab_amax_t = a0_t;
       }
     }
