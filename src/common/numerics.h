@@ -146,16 +146,17 @@ F46_HD U32x4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, u
   }
   return U32x4{{c0, c1, c2, c3}};
 }
-// The 32 random bits of element `idx` (N6): counter (idx/4, offset), key seed, word idx%4.
+// The 16 random bits of element `idx` (N6): counter (idx/8, offset), key seed; half-word idx%2
+// (low half first) of word (idx%8)/2. One Philox call serves 8 consecutive elements.
 F46_HD uint32_t random_bits(uint64_t seed, uint64_t offset, uint64_t idx) {
-  const uint64_t q = idx >> 2;
+  const uint64_t q = idx >> 3;
   const U32x4 r = philox4x32_10(static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32),
                                 static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32),
                                 static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
-  return r.v[idx & 3];
+  return (r.v[(idx >> 1) & 3] >> (16 * (idx & 1))) & 0xFFFFu;
 }
 // Stochastic E2M1 code of v in [-6, 6]: |v| goes up to the next grid point with probability
-// (|v| - lo) / (hi - lo), decided by u = (r >> 8) * 2^-24 < p.
+// (|v| - lo) / (hi - lo), decided by u = r * 2^-16 < p for the 16 random bits r < 2^16.
 F46_HD uint8_t e2m1_from_float_stochastic(float v, uint32_t r) {
   const float a = abs(v);
   uint8_t lo;
@@ -168,7 +169,7 @@ F46_HD uint8_t e2m1_from_float_stochastic(float v, uint32_t r) {
     const float glo = e2m1_value(lo), ghi = e2m1_value(static_cast<uint8_t>(lo + 1));
     if (a != glo) {
       const float p = div(sub(a, glo), sub(ghi, glo));
-      const float u = mul(static_cast<float>(r >> 8), 5.9604644775390625e-08f);  // 2^-24
+      const float u = mul(static_cast<float>(r & 0xFFFFu), 1.52587890625e-05f);  // 2^-16
       if (u < p) c = static_cast<uint8_t>(lo + 1);
     }
   }

@@ -165,24 +165,37 @@ TEST(Philox, Random123KnownAnswers) {
 }
 
 TEST(Philox, ElementIndexLayout) {
-  // idx -> counter (idx/4 lo, idx/4 hi, offset lo, offset hi), key = seed, word idx % 4.
+  // idx -> counter (idx/8 lo, idx/8 hi, offset lo, offset hi), key = seed; half-word idx % 2
+  // of word (idx % 8) / 2.
   const uint64_t seed = 0x0123456789ABCDEFull, offset = 0x1122334455667788ull;
-  const uint64_t idx = (5ull << 32) * 4 + 4 * 7 + 2;
+  const uint64_t base = ((5ull << 32) + 7) * 8;
   const num::U32x4 r = num::philox4x32_10(7, 5, 0x55667788u, 0x11223344u, 0x89ABCDEFu, 0x01234567u);
-  EXPECT_EQ(num::random_bits(seed, offset, idx), r.v[2]);
+  for (uint64_t e = 0; e < 8; ++e)
+    EXPECT_EQ(num::random_bits(seed, offset, base + e), (r.v[e / 2] >> (16 * (e % 2))) & 0xFFFFu)
+        << "element " << e;
+  const num::U32x4 next =
+      num::philox4x32_10(8, 5, 0x55667788u, 0x11223344u, 0x89ABCDEFu, 0x01234567u);
+  EXPECT_EQ(num::random_bits(seed, offset, base + 8), next.v[0] & 0xFFFFu);
 }
 
 TEST(StochasticRounding, OnlyNeighboursAndExactGrid) {
   for (float g : kGrid) {
-    EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(g, 0xFFFFFFFFu)), g);
+    EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(g, 0xFFFFu)), g);
     EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(-g, 0u)), -g);
   }
-  // v = 2.25 between 2 and 3: p = 0.25. u = (r >> 8) * 2^-24.
+  // v = 2.25 between 2 and 3: p = 0.25. u = r * 2^-16 with 16 bits r.
   EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, 0u)), 3.0f);
-  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, (1u << 22) << 8)), 2.0f);
-  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, ((1u << 22) - 1) << 8)), 3.0f);
-  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(-5.0f, 0xFFFFFFFFu)), -4.0f);
-  EXPECT_EQ(num::e2m1_from_float_stochastic(-0.1f, 0xFFFFFFFFu), 0x8);
+  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, 1u << 14)), 2.0f);
+  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(2.25f, (1u << 14) - 1)), 3.0f);
+  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(-5.0f, 0xFFFFu)), -4.0f);
+  EXPECT_EQ(num::e2m1_from_float_stochastic(-0.1f, 0xFFFFu), 0x8);
+  // The granularity is 2^-16: p = 2^-16 rounds up for r = 0 only, p = 2^-17 too.
+  const float up1 = 2.0f + 1.52587890625e-05f;  // p = 2^-16
+  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(up1, 0u)), 3.0f);
+  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(up1, 1u)), 2.0f);
+  const float up_half = 2.0f + 7.62939453125e-06f;  // p = 2^-17
+  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(up_half, 0u)), 3.0f);
+  EXPECT_EQ(num::e2m1_value(num::e2m1_from_float_stochastic(up_half, 1u)), 2.0f);
 }
 
 // ---- RHT ----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ namespace f46::cuda::grid {
 
 inline constexpr float k2p22 = 4194304.0f;                    // 2^22
 inline constexpr float k2m126 = 1.17549435082228750797e-38f;  // 2^-126
-inline constexpr float k2m25 = 2.98023223876953125e-08f;      // 2^-25
+inline constexpr float k2m17 = 7.62939453125e-06f;            // 2^-17
 
 F46_HD float fma_rn(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)

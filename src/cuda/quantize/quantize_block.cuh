@@ -115,25 +115,27 @@ __device__ __forceinline__ float tile_error_tree(float e, unsigned half_mask) {
   return __shfl_sync(half_mask, e, 0, 16);
 }
 
-// Stochastic codes (N6) of 16 values under `inv`, element index of x[0] `sr_index` (% 4 == 0).
+// Stochastic codes (N6) of 16 values under `inv`, element index of x[0] `sr_index` (% 8 == 0):
+// two Philox calls, element 8k + 2j + h taking half-word h of word j of call k.
 // lo = the grid value below a = min(|x| inv, 6) (floor_to_grid), step = b/2; the reference's
-// u < (a - lo) / step is u * step < a - lo, both sides exact.
+// u < (a - lo) / step is u * step < a - lo, both sides exact (u * step = r * b * 2^-17).
 __device__ __forceinline__ uint64_t stochastic_codes(const float (&x)[16], float inv, uint64_t seed,
                                                      uint64_t offset, uint64_t sr_index) {
   uint64_t codes = 0;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const uint64_t q = (sr_index >> 2) + k;
+  for (int k = 0; k < 2; ++k) {
+    const uint64_t q = (sr_index >> 3) + k;
     const num::U32x4 r =
         num::philox4x32_10(static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32),
                            static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32),
                            static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int i = 4 * k + j;
+    for (int e = 0; e < 8; ++e) {
+      const int i = 8 * k + e;
+      const uint32_t r16 = (r.v[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
       const float a = fminf(num::mul(fabsf(x[i]), inv), 6.0f);  // NaN -> 6
       const float b = grid::binade(a), lo = grid::floor_to_grid(a);
-      const float u_step = num::mul(__uint2float_rn(r.v[j] >> 8), num::mul(b, grid::k2m25));
+      const float u_step = num::mul(__uint2float_rn(r16), num::mul(b, grid::k2m17));
       const uint32_t c = grid::code_bits22(lo) + (u_step < num::sub(a, lo) ? (1u << 22) : 0u);
       codes |= static_cast<uint64_t>(c >> 22) << (4 * i);
     }
