@@ -97,6 +97,7 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
               "quantize: codes_t must be 8-byte aligned with a row stride % 8 == 0");
     p.wide_cols = aligned_to(p.codes_t, 16) && p.codes_t_stride % 16 == 0 &&
                   aligned_to(p.scales_t, 2) && p.scales_t_stride % 2 == 0;
+    p.pair_cols = p.wide_cols && aligned_to(p.scales_t, 4) && p.scales_t_stride % 4 == 0;
   }
 
   QuantizeLaunch l;
@@ -108,7 +109,7 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
            p.vec_load && (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
            p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
   if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
-    l.grid = dim3(grid_x(ceil_div(rows, kUnitRows) * ceil_div(cols, kUnitCols), kTileWarps));
+    l.grid = dim3(grid_x(ceil_div(rows, 2 * kUnitRows) * ceil_div(cols, kUnitCols), kTileWarps));
   } else {
     l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads));  // clamped to resident CTAs
   }

@@ -38,8 +38,9 @@ struct QuantizeParams {
   uint8_t* scales_t = nullptr;  // (cols, rows/16)
   int64_t scales_t_stride = 0;
   // The tile kernel may store 16 code bytes + 4 (rowwise) or 2 (columnwise) scale bytes at once:
-  // codes 16-byte aligned with a row stride % 16 == 0, scales aligned for their width.
-  bool wide_rows = false, wide_cols = false;
+  // codes 16-byte aligned with a row stride % 16 == 0, scales aligned for their width;
+  // pair_cols: wide_cols and the columnwise scales also for 4 bytes (a band pair's column).
+  bool wide_rows = false, wide_cols = false, pair_cols = false;
 };
 
 // Rowwise-only 1x16 kernel: persistent CTAs of kRowThreads, one 16-element block per thread

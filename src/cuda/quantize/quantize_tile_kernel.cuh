@@ -14,11 +14,15 @@
 //   rowwise, 16x16:  row l, block column s: the 16 lanes of a half-warp hold one 16x16 tile;
 //   columnwise:      column l + 32j, rows 16rb..+16 (j, rb = 0, 1; a 1x16 block of x^T): the
 //                    16 lanes of a half-warp hold 16 consecutive columns (one 16x16 tile of x^T).
-// Stores: for 16x16 blocks a lane writes its row's codes 16 bytes at a time and its 4 scales at
-// once; for the columnwise output its column's 16 code bytes and 2 scales at once: where the
-// outputs are aligned for it (p.wide_rows, p.wide_cols) and the unit is whole; block by block
-// otherwise. Narrow scattered stores fill the memory pipeline that the shuffles and shared loads
-// also need (Nsight Compute, 2026-12-03).
+// A warp takes the two units of a band pair (rows 64i..64i+63, same columns) one after the
+// other. Stores: for 16x16 blocks a lane writes its row's codes 16 bytes at a time and its 4
+// scales at once. The columnwise output of a whole band pair (p.pair_cols) is staged in the
+// warp's shared memory and written after its second unit: lanes 2i and 2i+1 write the two
+// 16-byte halves of one column's 32-byte sector in the same store (16 whole sectors per warp
+// store, not 32 half sectors), and a column's 4 scale bytes at once. Otherwise, for a whole unit
+// with p.wide_cols, a column's 16 code bytes and 2 scales at once; block by block otherwise.
+// Narrow scattered stores fill the memory pipeline that the shuffles and shared loads also need
+// (Nsight Compute, 2026-12-03).
 // Needs rows % 16 == 0 and cols % 16 == 0, so validity is uniform per half-warp.
 #pragma once
 
@@ -34,10 +38,20 @@
 namespace f46::cuda {
 
 // Shared-memory layout of one CTA: per warp a ring of kTileStages units, two scale tables
-// (rowwise, columnwise amax) and the global amaxes of the unit's 32 rows (rowwise,
-// columnwise), then the staged group offsets.
+// (rowwise, columnwise amax), the global amaxes of the unit's 32 rows (rowwise, columnwise) and
+// the staged columnwise output of a band pair (PairStage), then the staged group offsets.
 // Per tensor the CTA shares one pair of tables, filled once before the walk; otherwise each
 // warp has its own pair, refilled as the amax of its units changes.
+// One warp's columnwise output of a band pair: the 16 code bytes of each of the 64 columns for
+// the pair's first unit (half 0) and its second (half 1), half 1 placed 64 bytes further so that
+// the flush (lane 2i half 0, lane 2i+1 half 1 of one column) reads without bank conflicts; then
+// the columns' 4 scale bytes (2 per unit).
+struct PairStage {
+  static constexpr int kHalf1 = kUnitCols * 16 + 64;
+  static constexpr int kScales = kHalf1 + kUnitCols * 16;
+  static constexpr int kBytes = kScales + kUnitCols * 4;
+};
+
 template <typename S>
 struct TileLayout {
   static constexpr int kRowBytes = kUnitCols * static_cast<int>(sizeof(S)) + 16;  // padded
@@ -45,11 +59,15 @@ struct TileLayout {
   static constexpr int kRingBytes = kTileWarps * kTileStages * kUnitBytes;
   static constexpr int kPairBytes = 2 * 256 * static_cast<int>(sizeof(float2));
   static constexpr int kAmaxBytes = kTileWarps * 2 * kUnitRows * static_cast<int>(sizeof(float));
+  static constexpr int kStageBytes = kTileWarps * PairStage::kBytes;
   static constexpr int tab_bytes(bool per_tensor) {
     return per_tensor ? kPairBytes : kTileWarps * kPairBytes;
   }
-  static constexpr int bytes(bool per_tensor) {  // + the group offsets
+  static constexpr int stage_offset(bool per_tensor) {
     return kRingBytes + tab_bytes(per_tensor) + kAmaxBytes;
+  }
+  static constexpr int bytes(bool per_tensor) {  // + the group offsets
+    return stage_offset(per_tensor) + kStageBytes;
   }
 };
 
@@ -68,27 +86,36 @@ __device__ __forceinline__ void store16(uint8_t* p, uint64_t lo, uint64_t hi) { 
                  static_cast<uint32_t>(hi), static_cast<uint32_t>(hi >> 32));
 }
 
-// A warp's walk over the units: segments of `width` units along a band (the band's last one
-// may be shorter) in band-major order, the warp taking segments w, w + W, ... Units whose
-// outputs share a 32-byte sector (a column's next 16 rows, its scale bytes over 512 rows, a
-// row's scales over 8 units) are then made at about the same time by neighbouring warps or in
-// a row by one warp, so L2 merges the pieces before it writes the sector back. Contiguous unit
-// ranges per warp left columnwise sectors half-written until evicted, doubling the DRAM traffic
-// of the columnwise output (Nsight Compute, 2026-12-03). Width 1 per tensor; per group
-// kGroupSegmentUnits (the scale tables follow the group of a unit's first row: one refill per
-// segment at most).
+// A warp's walk over the units: segments of `width` unit columns along a band pair (the last
+// one may be narrower) in pair-major order, the warp taking segments w, w + W, ...; within a
+// segment column by column, in each column the pair's two units (one, for a last odd band).
+// Units whose outputs share a 32-byte sector (a column's 64 rows of a pair, its scale bytes
+// over 512 rows, a row's scales over 8 units) are then made by one warp or at about the same
+// time by neighbouring warps, so L2 merges the pieces before it writes the sector back.
+// Contiguous unit ranges per warp left columnwise sectors half-written until evicted, doubling
+// the DRAM traffic of the columnwise output (Nsight Compute, 2026-12-03). Width 1 per tensor;
+// per group kGroupSegmentUnits (the scale tables follow the group of a unit's first row).
 struct UnitWalk {
-  BlockCursor seg;  // (band, segment column)
-  int32_t u;        // unit within the segment
-  __device__ __forceinline__ int32_t col(int32_t width) const { return seg.col * width + u; }
-  __device__ __forceinline__ void step(const CursorStep& next, int32_t width, int32_t units_x) {
+  BlockCursor seg;  // (band pair, segment column)
+  int32_t u;        // unit within the segment: column u / 2, band u % 2 of the pair
+  __device__ __forceinline__ int32_t col(int32_t width) const { return seg.col * width + u / 2; }
+  __device__ __forceinline__ int32_t band() const { return 2 * seg.row + (u & 1); }
+  __device__ __forceinline__ void step(const CursorStep& next, int32_t width, int32_t units_x,
+                                       int32_t bands) {
     ++u;
-    if (u == width || col(width) == units_x) {
+    if ((u & 1) != 0 && band() >= bands) ++u;  // the last, odd band: no second unit
+    if (u == 2 * width || col(width) == units_x) {
       u = 0;
       advance(seg, next);
     }
   }
 };
+
+// Whether the columnwise output of the band pair of the unit at (row0, col0) is staged
+// (PairStage): both its units whole and the outputs aligned for it.
+__device__ __forceinline__ bool pair_staged(const QuantizeParams& p, int64_t row0, int64_t col0) {
+  return p.pair_cols && (row0 | (2 * kUnitRows - 1)) < p.rows && col0 + kUnitCols <= p.cols;
+}
 
 template <typename T, QuantMode M, bool kTile16>
 __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
@@ -113,6 +140,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   float* const s_amax =
       reinterpret_cast<float*>(base + L::kRingBytes + L::tab_bytes(per_tensor)) + warp * 64;
   float* const s_amax_t = s_amax + 32;
+  uint8_t* const stage = base + L::stage_offset(per_tensor) + warp * PairStage::kBytes;
   int32_t* const s_offs = reinterpret_cast<int32_t*>(base + L::bytes(per_tensor));
   if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
 
@@ -138,7 +166,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
                         segs_x};
   int32_t pre_k = 0;
   auto issue = [&]() {  // one commit group per unit, empty past the warp's range
-    q_band = pre.seg.row;
+    q_band = pre.band();
     q_col = pre.col(width);
     if (p.vec_load && q_band < bands) {
       const uint32_t dst = cp_dst0 + (pre_k % kTileStages) * L::kUnitBytes;
@@ -158,7 +186,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     }
     cp_async_commit();
     ++pre_k;
-    pre.step(next, width, units_x);
+    pre.step(next, width, units_x, bands);
   };
   issue();
 
@@ -290,11 +318,35 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         } else if (rb == 0) {
           cc0 = b.codes;
           col_scales = b.scale;
+        } else if (pair_staged(p, row0, col0)) {
+          const int h = static_cast<int>(row0 / kUnitRows) & 1;
+          col_scales |= static_cast<uint32_t>(b.scale) << 8;
+          store16(stage + (h != 0 ? PairStage::kHalf1 : 0) + c * 16, cc0, b.codes);
+          *reinterpret_cast<uint16_t*>(stage + PairStage::kScales + c * 4 + 2 * h) =
+              static_cast<uint16_t>(col_scales);
         } else {
           col_scales |= static_cast<uint32_t>(b.scale) << 8;
           store16(p.codes_t + ccol * p.codes_t_stride + row0 / 2, cc0, b.codes);
           *reinterpret_cast<uint16_t*>(p.scales_t + ccol * p.scales_t_stride + row0 / 16) =
               static_cast<uint16_t>(col_scales);
+        }
+      }
+      if ((row0 / kUnitRows) % 2 == 1 && pair_staged(p, row0, col0)) {  // the pair's second unit
+        const int64_t pair_row0 = row0 - kUnitRows;
+        __syncwarp();
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {  // lane 2i + hh: half hh of column 16 j + i
+          const int c = 16 * j + lane / 2, hh = lane & 1;
+          *reinterpret_cast<uint4*>(p.codes_t + (col0 + c) * p.codes_t_stride + pair_row0 / 2 +
+                                    16 * hh) =
+              *reinterpret_cast<const uint4*>(stage + (hh != 0 ? PairStage::kHalf1 : 0) + c * 16);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int c = lane + 32 * j;
+          *reinterpret_cast<uint32_t*>(p.scales_t + (col0 + c) * p.scales_t_stride +
+                                       pair_row0 / 16) =
+              *reinterpret_cast<const uint32_t*>(stage + PairStage::kScales + c * 4);
         }
       }
     }
