@@ -97,7 +97,11 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
               "quantize: codes_t must be 8-byte aligned with a row stride % 8 == 0");
     p.wide_cols = aligned_to(p.codes_t, 16) && p.codes_t_stride % 16 == 0 &&
                   aligned_to(p.scales_t, 2) && p.scales_t_stride % 2 == 0;
-    p.pair_cols = p.wide_cols && aligned_to(p.scales_t, 4) && p.scales_t_stride % 4 == 0;
+    // Band pairs only for the modes without a 4/6 decision: they are bound by the columnwise
+    // stores, the error rules by their arithmetic (band pairs measured no faster there).
+    const QuantMode m = mode_of(cfg);
+    p.pair_cols = p.wide_cols && aligned_to(p.scales_t, 4) && p.scales_t_stride % 4 == 0 &&
+                  m != QuantMode::kMAE && m != QuantMode::kMSE && m != QuantMode::kAbsMax;
   }
 
   QuantizeLaunch l;
@@ -109,7 +113,8 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
            p.vec_load && (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
            p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
   if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
-    l.grid = dim3(grid_x(ceil_div(rows, 2 * kUnitRows) * ceil_div(cols, kUnitCols), kTileWarps));
+    const int64_t seg_rows = (p.pair_cols ? 2 : 1) * kUnitRows;  // band pairs or bands
+    l.grid = dim3(grid_x(ceil_div(rows, seg_rows) * ceil_div(cols, kUnitCols), kTileWarps));
   } else {
     l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads));  // clamped to resident CTAs
   }

@@ -14,9 +14,10 @@
 //   rowwise, 16x16:  row l, block column s: the 16 lanes of a half-warp hold one 16x16 tile;
 //   columnwise:      column l + 32j, rows 16rb..+16 (j, rb = 0, 1; a 1x16 block of x^T): the
 //                    16 lanes of a half-warp hold 16 consecutive columns (one 16x16 tile of x^T).
-// A warp takes the two units of a band pair (rows 64i..64i+63, same columns) one after the
-// other. Stores: for 16x16 blocks a lane writes its row's codes 16 bytes at a time and its 4
-// scales at once. The columnwise output of a whole band pair (p.pair_cols) is staged in the
+// With p.pair_cols (columnwise, the modes without a 4/6 decision, which its stores bound) a warp
+// takes the two units of a band pair (rows 64i..64i+63, same columns) one after the other.
+// Stores: for 16x16 blocks a lane writes its row's codes 16 bytes at a time and its 4 scales at
+// once. The columnwise output of a whole band pair (p.pair_cols) is staged in the
 // warp's shared memory and written after its second unit: lanes 2i and 2i+1 write the two
 // 16-byte halves of one column's 32-byte sector in the same store (16 whole sectors per warp
 // store, not 32 half sectors), and a column's 4 scale bytes at once. Otherwise, for a whole unit
@@ -86,25 +87,29 @@ __device__ __forceinline__ void store16(uint8_t* p, uint64_t lo, uint64_t hi) { 
                  static_cast<uint32_t>(hi), static_cast<uint32_t>(hi >> 32));
 }
 
-// A warp's walk over the units: segments of `width` unit columns along a band pair (the last
-// one may be narrower) in pair-major order, the warp taking segments w, w + W, ...; within a
-// segment column by column, in each column the pair's two units (one, for a last odd band).
-// Units whose outputs share a 32-byte sector (a column's 64 rows of a pair, its scale bytes
-// over 512 rows, a row's scales over 8 units) are then made by one warp or at about the same
-// time by neighbouring warps, so L2 merges the pieces before it writes the sector back.
-// Contiguous unit ranges per warp left columnwise sectors half-written until evicted, doubling
-// the DRAM traffic of the columnwise output (Nsight Compute, 2026-12-03). Width 1 per tensor;
-// per group kGroupSegmentUnits (the scale tables follow the group of a unit's first row).
+// A warp's walk over the units: segments of `width` unit columns along a band (p.pair_cols:
+// a band pair; the last segment may be narrower) in band-major order, the warp taking segments
+// w, w + W, ...; within a segment column by column, with pairs in each column the pair's two
+// units (one, for a last odd band). Units whose outputs share a 32-byte sector (a column's 64
+// rows of a pair, its scale bytes over 512 rows, a row's scales over 8 units) are then made by
+// one warp or at about the same time by neighbouring warps, so L2 merges the pieces before it
+// writes the sector back. Contiguous unit ranges per warp left columnwise sectors half-written
+// until evicted, doubling the DRAM traffic of the columnwise output (Nsight Compute,
+// 2026-12-03). Width 1 per tensor; per group kGroupSegmentUnits (the scale tables follow the
+// group of a unit's first row).
 struct UnitWalk {
-  BlockCursor seg;  // (band pair, segment column)
-  int32_t u;        // unit within the segment: column u / 2, band u % 2 of the pair
-  __device__ __forceinline__ int32_t col(int32_t width) const { return seg.col * width + u / 2; }
-  __device__ __forceinline__ int32_t band() const { return 2 * seg.row + (u & 1); }
+  BlockCursor seg;  // (band or band pair, segment column)
+  int32_t u;        // unit within the segment: column u >> sh, band u & sh of the pair
+  // sh = 1 with band pairs, 0 without.
+  __device__ __forceinline__ int32_t col(int32_t width, int32_t sh) const {
+    return seg.col * width + (u >> sh);
+  }
+  __device__ __forceinline__ int32_t band(int32_t sh) const { return (seg.row << sh) + (u & sh); }
   __device__ __forceinline__ void step(const CursorStep& next, int32_t width, int32_t units_x,
-                                       int32_t bands) {
+                                       int32_t bands, int32_t sh) {
     ++u;
-    if ((u & 1) != 0 && band() >= bands) ++u;  // the last, odd band: no second unit
-    if (u == 2 * width || col(width) == units_x) {
+    if ((u & sh) != 0 && band(sh) >= bands) ++u;  // the last, odd band: no second unit
+    if (u == (width << sh) || col(width, sh) == units_x) {
       u = 0;
       advance(seg, next);
     }
@@ -148,6 +153,10 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   const int32_t units_x = static_cast<int32_t>((p.cols + kUnitCols - 1) / kUnitCols);
   const int32_t bands = static_cast<int32_t>((p.rows + kUnitRows - 1) / kUnitRows);
   const int32_t width = p.scope == ScopeKind::kTensor ? 1 : kGroupSegmentUnits;
+  // Band pairs (2 units per column of a segment) for the modes without a 4/6 decision only:
+  // the error rules' kernels keep the code (and the registers) of single bands.
+  constexpr bool kPairs = !is_error_rule<M>();
+  const int32_t sh = kPairs && p.pair_cols ? 1 : 0;
   const int32_t segs_x = (units_x + width - 1) / width;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kTileWarps;
   const int64_t w = static_cast<int64_t>(blockIdx.x) * kTileWarps + warp;
@@ -166,8 +175,8 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
                         segs_x};
   int32_t pre_k = 0;
   auto issue = [&]() {  // one commit group per unit, empty past the warp's range
-    q_band = pre.band();
-    q_col = pre.col(width);
+    q_band = pre.band(sh);
+    q_col = pre.col(width, sh);
     if (p.vec_load && q_band < bands) {
       const uint32_t dst = cp_dst0 + (pre_k % kTileStages) * L::kUnitBytes;
       const int64_t row = static_cast<int64_t>(q_band) * kUnitRows + cp_row;
@@ -186,7 +195,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     }
     cp_async_commit();
     ++pre_k;
-    pre.step(next, width, units_x, bands);
+    pre.step(next, width, units_x, bands, sh);
   };
   issue();
 
@@ -318,7 +327,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         } else if (rb == 0) {
           cc0 = b.codes;
           col_scales = b.scale;
-        } else if (pair_staged(p, row0, col0)) {
+        } else if (kPairs && pair_staged(p, row0, col0)) {
           const int h = static_cast<int>(row0 / kUnitRows) & 1;
           col_scales |= static_cast<uint32_t>(b.scale) << 8;
           store16(stage + (h != 0 ? PairStage::kHalf1 : 0) + c * 16, cc0, b.codes);
@@ -331,7 +340,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
               static_cast<uint16_t>(col_scales);
         }
       }
-      if ((row0 / kUnitRows) % 2 == 1 && pair_staged(p, row0, col0)) {  // the pair's second unit
+      if (kPairs && (row0 / kUnitRows) % 2 == 1 && pair_staged(p, row0, col0)) {  // 2nd unit
         const int64_t pair_row0 = row0 - kUnitRows;
         __syncwarp();
 #pragma unroll
