@@ -28,7 +28,7 @@ if ! ( time ninja -C "$BUILD" -j16 f46_tests bench_quantize ) > "$OUT/build.log"
 fi
 tail -4 "$OUT/build.log"
 
-FILTER='ModesShapes/CudaQuantizeVsCpu.*:CudaQuantize*.*:CudaAmax.*:CudaPad.*'
+FILTER='ModesShapes/CudaQuantizeVsCpu.*:CudaQuantize*.*:CudaDequantize.*:CudaAmax.*:CudaPad.*'
 T_TESTS=${T_TESTS:-150}; T_SAN=${T_SAN:-80}; T_BENCH=${T_BENCH:-90}  # seconds per step
 if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   timeout "$T_TESTS" "$TESTS" --gtest_filter="$FILTER" --gtest_brief=1 > "$OUT/tests.log" 2>&1
@@ -37,7 +37,7 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   grep -m20 -B1 -A4 "Failure" "$OUT/tests.log" | head -80
 fi
 if [ "$WHAT" = all ] || [ "$WHAT" = sanitize ]; then
-  SMALL='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaAmax.NaNPropagates:CudaPad.*'
+  SMALL='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.LeanUndecidedBlocks:CudaDequantize.*:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaAmax.NaNPropagates:CudaPad.*'
   timeout "$T_SAN" compute-sanitizer --tool memcheck --error-exitcode 9 "$TESTS" \
     --gtest_filter="$SMALL" --gtest_brief=1 > "$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"

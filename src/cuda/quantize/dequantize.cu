@@ -33,9 +33,14 @@ void dequantize(const TensorView& codes, const TensorView& scales, const GlobalA
   p.out = out.data;
   p.out_stride = out.strides[0];
   const int64_t esize = dtype_size(out.dtype);
-  p.vec_codes = aligned_to(p.codes, 8) && (p.rows == 1 || p.codes_stride % 8 == 0);
+  const int64_t unit_code_bytes = 16 / esize / 2;  // kDequantUnit / 2
+  p.vec_codes = aligned_to(p.codes, unit_code_bytes) &&
+                (p.rows == 1 || p.codes_stride % unit_code_bytes == 0);
+  p.dense = p.rows == 1 || (p.codes_stride * 2 == p.cols && p.scales_stride * 16 == p.cols &&
+                            p.out_stride == p.cols);
   p.vec_out = aligned_to(p.out, 16) && (p.rows == 1 || (p.out_stride * esize) % 16 == 0);
-  const dim3 grid(grid_x(p.rows * (p.cols / 16), kDequantThreads * kDequantBlocksPerThread));
+  const dim3 grid(
+      grid_x(p.rows * (p.cols / (16 / esize)), kDequantThreads * kDequantUnitsPerThread));
   const cudaStream_t stream = stream_of(ctx);
   switch (out.dtype) {
     case DType::kBFloat16:

@@ -69,6 +69,34 @@ TEST(CudaQuantizeEdge, TiesAndZeros) {
   check_all_modes(x, tensor_amax(0.0f), "ties A=0");
 }
 
+// bf16 tensors (the lean rows kernel, src/cuda/quantize/quantize_lean.cuh) where most blocks are
+// exact 4/6 ties: values from {0, +-1.5, +-3, +-6} with a block max of 6 under S_enc = 1 are on
+// the grid of both candidates (scales 1 and 1.5), so err4 = err6 = 0: the approximate errors
+// cannot decide and the exact ones must give 6 (ties go to 6), in ~20 lanes of every warp step.
+// Random blocks are mixed in. Odd rows: a partial last step.
+TEST(CudaQuantizeEdge, LeanUndecidedBlocks) {
+  F46_SKIP_WITHOUT_CUDA();
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1001, 1072}, {4096, 512}, {3, 16}}) {
+    std::vector<float> v = random_values(rows * cols, 77 + rows, Dist::kStudentT, 2.0f,
+                                         DType::kBFloat16);
+    std::mt19937 gen(static_cast<uint32_t>(rows));
+    const float grid[] = {0.0f, 1.5f, -1.5f, 3.0f, -3.0f, 6.0f, -6.0f};
+    for (int64_t blk = 0; blk < rows * cols / 16; ++blk) {
+      if (gen() % 10 >= 7) continue;  // 30 % random blocks
+      for (int64_t i = 0; i < 16; ++i) v[static_cast<size_t>(16 * blk + i)] = grid[gen() % 7];
+      v[static_cast<size_t>(16 * blk + gen() % 16)] = gen() % 2 ? 6.0f : -6.0f;
+    }
+    const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v);
+    for (int mode = 0; mode < 3; ++mode) {  // mae, mse, abs_max
+      const QuantizeConfig cfg = make_cfg(mode, false, false);
+      const AmaxSpec a = tensor_amax(6.0f * cfg.scale_bound);
+      expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                            "lean ties " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                " mode " + std::to_string(mode));
+    }
+  }
+}
+
 // Tiny blocks under a large global amax: block scales in the E4M3 sub-normal range and zero;
 // huge and tiny tensors (the fast error path's range guard); fp32 sub-normal inputs.
 TEST(CudaQuantizeEdge, ExtremeMagnitudes) {
