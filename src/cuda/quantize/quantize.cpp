@@ -109,7 +109,14 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   l.tile16 = tile16;
   l.tile_kernel = tile16 || cfg.columnwise;
   l.shared_bytes = shared;
-  l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && p.scope == ScopeKind::kTensor &&
+  // The lean kernel for a per-tensor amax, and per group when the groups average at least
+  // kLeanGroupSteps steps of blocks (a block of a step that straddles a group boundary computes
+  // its own scale entries there; with tiny groups the rows kernel is faster).
+  const bool lean_scope =
+      p.scope == ScopeKind::kTensor ||
+      (p.scope == ScopeKind::kGroup &&
+       rows * (cols / 16) >= int64_t{kLeanGroupSteps} * kRowThreads * p.num_groups);
+  l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && lean_scope &&
            p.vec_load && (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
            p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
   if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs

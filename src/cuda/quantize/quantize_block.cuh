@@ -70,9 +70,9 @@ __device__ __forceinline__ float2 scale_entry(uint32_t s, const GlobalScale& g,
       error_fast_ok(sf, g.amax) ? div_denom(num::mul(sf, g.amax), c) : num::from_bits(0x7FC00000u);
   return make_float2(inv, k);
 }
-// The CTA's table of scale_entry for the 256 scale bytes (always a shared array, so lookups
-// are plain shared loads) and whether it holds the block's global amax; if not, each block
-// computes its own entries.
+// The CTA's table of scale_entry for the 256 scale bytes (a shared array, so lookups are plain
+// shared loads) and whether it holds the block's global amax; if not, each block computes its
+// own entries and `entries` is never read (lean_block_own passes null).
 struct TableRef {
   const float2* entries;
   bool valid;
@@ -237,11 +237,7 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
     const float base = num::mul(grid::div6_fast(b), g.s_enc);
     const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
     const uint8_t s6 = static_cast<uint8_t>(s64), s4 = static_cast<uint8_t>(s64 >> 8);
-    float2 t6 = tab.entries[s6], t4 = tab.entries[s4];
-    if (!tab.valid) {
-      t6 = scale_entry(s6, g, c);
-      t4 = scale_entry(s4, g, c);
-    }
+    const float2 t6 = scale_lookup(tab, s6, g, c), t4 = scale_lookup(tab, s4, g, c);
     const float inv6 = num::mul(t6.x, grid::k2m6), inv4 = num::mul(t4.x, grid::k2m6);
     const float k6 = t6.y, k4 = t4.y;
     const bool fast = grid::div6_fast_ok(b) && e4m3x2_ok(base) && grid::codes_fast_ok_s(b, inv6) &&

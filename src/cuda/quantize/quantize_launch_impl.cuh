@@ -35,9 +35,10 @@ template <typename T, QuantMode M>
 void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, Bf16>) {
     if (l.lean) {
-      const unsigned max_ctas = resident_ctas(quantize_rows_lean_kernel<M>, kRowThreads, 0);
+      const unsigned max_ctas =
+          resident_ctas(quantize_rows_lean_kernel<M>, kRowThreads, l.shared_bytes);
       const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-      quantize_rows_lean_kernel<M><<<grid, kRowThreads, 0, stream>>>(p);
+      quantize_rows_lean_kernel<M><<<grid, kRowThreads, l.shared_bytes, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rows_lean_kernel");
       return;
     }

@@ -1,14 +1,18 @@
-// The lean rowwise kernel: bf16 input, 1x16 blocks, rowwise output only, a per-tensor global
-// amax, x contiguous and 16-byte aligned, dense outputs, no RHT, round to nearest (the training
-// activations and weights). Same arithmetic and the same results as quantize_rows_kernel
+// The lean rowwise kernel: bf16 input, 1x16 blocks, rowwise output only, a per-tensor or
+// per-group global amax, x contiguous and 16-byte aligned, dense outputs, no RHT, round to
+// nearest (the training activations and weights). Same arithmetic and the same results as quantize_rows_kernel
 // (quantize_block.cuh), fewer instructions per block (Nsight Compute, 2026-12-03: the general
 // rows kernel spent as many instructions around a block's element work as in it):
 //   - one shared table entry per scale byte (LeanEntry) holds inv * 2^-6, K * 64, the bound's K
 //     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
 //     one 16-byte shared load and no per-block multiplies or condition chains;
 //   - signs come from the raw bf16 words (grid::or_signs8_bf16) and are or'ed into the codes;
-//   - the loop has no cursors, scope checks or table refills: block i of the tensor is row-major
-//     block i of the outputs.
+//   - the loop has no cursors: block i of the tensor is row-major block i of the outputs;
+//   - group scope: the table holds the amax of the group of the step's first block (a step of
+//     kRowThreads blocks lies in one or a few rows, and the steps walk the rows in order), so it
+//     is refilled (uniform, two barriers) only when that amax changes; a block of a later group
+//     inside a step that straddles a group boundary takes lean_block_own (the general fast
+//     path, its scale entries computed per block).
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*.cpp:
 // the bf16 per-tensor rowwise cases land here).
 #pragma once
@@ -43,6 +47,15 @@ __device__ __forceinline__ void fill_lean_table(LeanEntry* tab, const GlobalScal
   __syncthreads();
 }
 
+// The 16 values of a block from its 8 raw bf16 words (element 2j in the low half of w[j]).
+__device__ __forceinline__ void unpack_words(const uint32_t (&w)[8], float (&x)[16]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    x[2 * j] = num::from_bits(w[j] << 16);
+    x[2 * j + 1] = num::from_bits(w[j] & 0xFFFF0000u);
+  }
+}
+
 // One 1x16 block from its 8 raw bf16 words (element 2j low half of w[j]); quantize_block's
 // fast path with the table's constants, the reference path for the blocks it does not admit.
 template <QuantMode M>
@@ -50,11 +63,7 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
                                                  const GlobalScale& g, const ErrorConsts& c) {
   constexpr Rule kRule = rule_of<M>();
   float x[16];
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    x[2 * j] = num::from_bits(w[j] << 16);
-    x[2 * j + 1] = num::from_bits(w[j] & 0xFFFF0000u);
-  }
+  unpack_words(w, x);
   const float b = block_amax<false>(x, 0u);
   if constexpr (!is_error_rule<M>()) {
     const uint8_t scale = plain_scale<M>(b, g);
@@ -108,6 +117,31 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
   }
 }
 
+// A block whose group amax is not the table's (group scope, rare): quantize_block with its
+// own scale entries. Out of line: the hot loop keeps its registers.
+template <QuantMode M>
+__device__ __noinline__ BlockCodes lean_block_own(uint4 a, uint4 b, float amax, float bound) {
+  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  float x[16];
+  unpack_words(w, x);
+  return quantize_block<M, false>(x, global_scale(amax, bound), error_consts(bound), false, 0u, 0u,
+                                  0u, 0u, TableRef{nullptr, false});
+}
+
+// Group scope: the group of block `blk` (rows of group g end at row s_offs[g], rows past the
+// last offset have amax 0, as RowAmax), searched forward from `g`; the first block past it.
+struct LeanGroup {
+  int g;
+  int64_t end;  // first block past group g (INT64_MAX past the last offset)
+  float amax;   // the group's global amax (0 past the last offset)
+};
+__device__ __forceinline__ LeanGroup lean_group(const QuantizeParams& p, const int32_t* s_offs,
+                                                int64_t bpr, int g, int64_t blk) {
+  while (g < p.num_groups && static_cast<int64_t>(s_offs[g]) * bpr <= blk) ++g;
+  if (g >= p.num_groups) return LeanGroup{g, INT64_MAX, 0.0f};
+  return LeanGroup{g, static_cast<int64_t>(s_offs[g]) * bpr, p.amax[g]};
+}
+
 // The kernel. Work and loads as quantize_rows_kernel's contiguous path: CTA c takes the steps
 // [c S / G, (c + 1) S / G) of kRowThreads consecutive blocks, thread t block t of each step;
 // lane l of a warp copies the 16-byte vectors l and l + 32 of the warp's 1 KB run through
@@ -120,6 +154,9 @@ __global__ void __launch_bounds__(kRowThreads, kLeanMinCtas)
   static_assert(kStages >= 2 && kRowThreads % 32 == 0, "ring and whole warps");
   __shared__ uint4 ring[kStages][2][kRowThreads];  // [stage][vector][thread]
   __shared__ LeanEntry s_tab[256];
+  extern __shared__ int32_t s_offs[];  // group scope: the clamped group ends
+  const bool grouped = p.scope == ScopeKind::kGroup;
+  if (grouped) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
 
   const int tid = threadIdx.x, lane = tid & 31, warp0 = tid & ~31;
   const int64_t total = p.rows * (p.cols / 16);  // blocks
@@ -156,7 +193,10 @@ __global__ void __launch_bounds__(kRowThreads, kLeanMinCtas)
   for (int s = 0; s < kStages - 1; ++s) issue();
 
   const ErrorConsts consts = error_consts(p.bound);
-  const GlobalScale gs = global_scale(p.amax[0], p.bound);
+  const int64_t bpr = p.cols / 16;
+  LeanGroup tg{0, INT64_MAX, 0.0f};  // group scope: the table's group
+  if (grouped) tg = lean_group(p, s_offs, bpr, 0, s_begin * kRowThreads);
+  GlobalScale gs = global_scale(grouped ? tg.amax : p.amax[0], p.bound);
   fill_lean_table<M>(s_tab, gs, consts);
 
   // Thread tid's blocks: blk0 + k * kRowThreads for k < n_mine (those inside x).
@@ -166,17 +206,38 @@ __global__ void __launch_bounds__(kRowThreads, kLeanMinCtas)
   const int64_t mine = total > blk0 ? (total - blk0 + kRowThreads - 1) / kRowThreads : 0;
   const int32_t n_mine = mine < n_steps ? static_cast<int32_t>(mine) : n_steps;
   for (int32_t k = 0; k < n_steps; ++k) {
+    if (grouped) {  // uniform: the group of the step's first block
+      const int64_t first = (s_begin + k) * kRowThreads;
+      if (first >= tg.end) {
+        tg = lean_group(p, s_offs, bpr, tg.g, first);
+        if (num::bits(tg.amax) != num::bits(gs.amax)) {
+          __syncthreads();  // every thread is done with the previous table
+          gs = global_scale(tg.amax, p.bound);
+          fill_lean_table<M>(s_tab, gs, consts);
+        }
+      }
+    }
     issue();
     cp_async_wait<kStages - 1>();  // this step's group has landed (this thread's copies)
     __syncwarp();                  // ... and the other lanes' copies of this warp
     if (k < n_mine) {
       const int stage = k % kStages;
       const uint4 a = ring[stage][0][tid], b = ring[stage][1][tid];
+      const int64_t blk = blk0 + static_cast<int64_t>(k) * kRowThreads;
+      bool other = false;  // group scope, a block past the table's group with another amax
+      float own = 0.0f;
+      if (grouped && blk >= tg.end) {
+        own = lean_group(p, s_offs, bpr, tg.g, blk).amax;
+        other = num::bits(own) != num::bits(gs.amax);
+      }
       const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-      const BlockCodes r = lean_block<M>(w, s_tab, gs, consts);
-      codes[static_cast<int64_t>(k) * kRowThreads] = r.codes;
-      scales[static_cast<int64_t>(k) * kRowThreads] = r.scale;
+      const BlockCodes r =
+          other ? lean_block_own<M>(a, b, own, p.bound) : lean_block<M>(w, s_tab, gs, consts);
+      *codes = r.codes;
+      *scales = r.scale;
     }
+    codes += kRowThreads;  // bumped, not recomputed from k: fewer 64-bit address instructions
+    scales += kRowThreads;
     __syncwarp();  // the warp's lanes are done with this stage before it is refilled
   }
   cp_async_wait<0>();

@@ -53,6 +53,9 @@ inline constexpr int kRowMinCtas = 2;
 // The lean rows kernel (quantize_lean.cuh): registers bounded for this many CTAs per SM (3
 // measured the same on the H200, 80 registers with a small spill, bench/RESULTS.md).
 inline constexpr int kLeanMinCtas = 2;
+// Group scope takes the lean kernel when the groups average at least this many steps of
+// kRowThreads blocks.
+inline constexpr int kLeanGroupSteps = 2;
 // Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
 // kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
 // being quantized, one in flight), kTileWarps warps per CTA, registers bounded for

@@ -97,6 +97,38 @@ TEST(CudaQuantizeEdge, LeanUndecidedBlocks) {
   }
 }
 
+// bf16 rowwise with a group-scope amax whose groups average >= kLeanGroupSteps steps (the lean
+// kernel, src/cuda/quantize/quantize_lean.cuh): boundaries inside steps and inside rows' block
+// runs, an empty group, one-row groups (smaller than a step), a group of zeros (amax 0), a group
+// holding a NaN (amax NaN), two groups with equal amaxes (the table kept), amaxes not equal to
+// the data's, and rows past the last offset (amax 0). A wrong table group, a missed refill or a
+// wrong block-to-group mapping at a straddling step changes codes or scales.
+TEST(CudaQuantizeEdge, LeanGroupScope) {
+  F46_SKIP_WITHOUT_CUDA();
+  const int64_t rows = 1000, cols = 1072;  // 67 blocks per row: steps of 256 blocks straddle rows
+  std::vector<float> v = random_values(rows * cols, 91, Dist::kStudentT, 3.0f, DType::kBFloat16);
+  const std::vector<int32_t> offs = {131, 131, 132, 133, 400, 401, 650, 651, 900, 997};
+  for (int64_t r = 401; r < 650; ++r)  // group 5: zeros
+    for (int64_t c = 0; c < cols; ++c) v[static_cast<size_t>(r * cols + c)] = 0.0f;
+  v[static_cast<size_t>(700 * cols + 333)] = std::numeric_limits<float>::quiet_NaN();  // group 7
+  const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v);
+  AmaxSpec a;
+  a.scope = AmaxScope::kGroup;
+  a.offsets = offs;
+  a.amax = amax_host(x, AmaxScope::kGroup, offs);
+  std::vector<AmaxSpec> specs = {a, a, a};
+  for (size_t g = 0; g < offs.size(); g += 2) specs[1].amax[g] *= 1.75f;
+  specs[2].amax[3] = specs[2].amax[2];  // equal amaxes across a boundary inside a step
+  specs[2].amax[6] = std::numeric_limits<float>::infinity();
+  for (int mode = 0; mode < 6; ++mode)  // mae, mse, abs_max, all6, all4, gradient RNE
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const QuantizeConfig cfg = make_cfg(mode, false, false);
+      expect_same_quantized(quantize_host(x, specs[i], cfg), quantize_device(x, specs[i], cfg),
+                            cfg, "lean group mode " + std::to_string(mode) + " spec " +
+                                     std::to_string(i));
+    }
+}
+
 // Tiny blocks under a large global amax: block scales in the E4M3 sub-normal range and zero;
 // huge and tiny tensors (the fast error path's range guard); fp32 sub-normal inputs.
 TEST(CudaQuantizeEdge, ExtremeMagnitudes) {
@@ -246,6 +278,8 @@ TEST(CudaQuantizeEdge, InvalidOffsetsAreClamped) {
   a.amax = {1.0f, 2.0f, 3.0f, 4.0f};
   QuantizeConfig cfg = make_cfg(0, true, false);
   quantize_device(x, a, cfg);
+  const HostTensor y = random_matrix(DType::kBFloat16, 512, 512, 11);  // the lean kernel
+  quantize_device(y, a, make_cfg(0, false, false));
   (void)amax_device(x, AmaxScope::kGroup, a.offsets);
   (void)amax_device(x, AmaxScope::kGroup, a.offsets, true);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
