@@ -1,8 +1,9 @@
 // The lean rowwise kernel: bf16 input, 1x16 blocks, rowwise output only, a per-tensor or
 // per-group global amax, x contiguous and 16-byte aligned, dense outputs, no RHT, round to
-// nearest (the training activations and weights). Same arithmetic and the same results as quantize_rows_kernel
-// (quantize_block.cuh), fewer instructions per block (Nsight Compute, 2026-12-03: the general
-// rows kernel spent as many instructions around a block's element work as in it):
+// nearest (the training activations and weights). Same arithmetic and the same results as
+// quantize_rows_kernel (quantize_block.cuh), fewer instructions per block (Nsight Compute,
+// 2026-12-03: the general rows kernel spent as many instructions around a block's element work
+// as in it):
 //   - one shared table entry per scale byte (LeanEntry) holds inv * 2^-6, K * 64, the bound's K
 //     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
 //     one 16-byte shared load and no per-block multiplies or condition chains;
@@ -14,7 +15,7 @@
 //     inside a step that straddles a group boundary takes lean_block_own (the general fast
 //     path, its scale entries computed per block).
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*.cpp:
-// the bf16 per-tensor rowwise cases land here).
+// the bf16 per-tensor rowwise cases, and CudaQuantizeEdge.LeanGroupScope for group scope).
 #pragma once
 
 #include <cstdint>
