@@ -6,6 +6,7 @@
 #include "cuda/common/cuda_check.h"
 #include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_lean.cuh"
+#include "cuda/quantize/quantize_lean_rowcol.cuh"
 #include "cuda/quantize/quantize_rows_kernel.cuh"
 #include "cuda/quantize/quantize_tile_kernel.cuh"
 
@@ -36,10 +37,20 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
   if constexpr (std::is_same_v<T, Bf16>) {
     if (l.lean) {
       const unsigned max_ctas =
-          resident_ctas(quantize_rows_lean_kernel<M>, kRowThreads, l.shared_bytes);
-      const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-      quantize_rows_lean_kernel<M><<<grid, kRowThreads, l.shared_bytes, stream>>>(p);
+          resident_ctas(quantize_rows_lean_kernel<M>, kLeanThreads, l.shared_bytes);
+      const int64_t ctas = (p.rows * (p.cols / 16) + kLeanThreads - 1) / kLeanThreads;
+      const dim3 grid(ctas < max_ctas ? static_cast<unsigned>(ctas) : max_ctas);
+      quantize_rows_lean_kernel<M><<<grid, kLeanThreads, l.shared_bytes, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rows_lean_kernel");
+      return;
+    }
+    if (l.lean_rowcol) {  // super-units of 64 x 64, one per warp at a time
+      const unsigned max_ctas = resident_ctas(quantize_rowcol_lean_kernel<M>, kLeanThreads, 0);
+      const int64_t su = (p.rows / kRcUnitRows + kRcStack - 1) / kRcStack * (p.cols / kRcUnitCols);
+      const int64_t ctas = (su + kRcWarps - 1) / kRcWarps;
+      const dim3 grid(ctas < max_ctas ? static_cast<unsigned>(ctas) : max_ctas);
+      quantize_rowcol_lean_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
+      F46_CHECK_LAUNCH("quantize_rowcol_lean_kernel");
       return;
     }
   }

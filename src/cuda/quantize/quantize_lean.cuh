@@ -8,9 +8,10 @@
 //     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
 //     one 16-byte shared load and no per-block multiplies or condition chains;
 //   - signs come from the raw bf16 words (grid::or_signs8_bf16) and are or'ed into the codes;
-//   - the loop has no cursors: block i of the tensor is row-major block i of the outputs;
+//   - the loop has no cursors: block i of the tensor is row-major block i of the outputs, and
+//     each thread loads its next block straight into registers (no shared-memory ring);
 //   - group scope: the table holds the amax of the group of the step's first block (a step of
-//     kRowThreads blocks lies in one or a few rows, and the steps walk the rows in order), so it
+//     kLeanThreads blocks lies in one or a few rows, and the steps walk the rows in order), so it
 //     is refilled (uniform, two barriers) only when that amax changes; a block of a later group
 //     inside a step that straddles a group boundary takes lean_block_own (the general fast
 //     path, its scale entries computed per block).
@@ -143,72 +144,59 @@ __device__ __forceinline__ LeanGroup lean_group(const QuantizeParams& p, const i
   return LeanGroup{g, static_cast<int64_t>(s_offs[g]) * bpr, p.amax[g]};
 }
 
-// The kernel. Work and loads as quantize_rows_kernel's contiguous path: CTA c takes the steps
-// [c S / G, (c + 1) S / G) of kRowThreads consecutive blocks, thread t block t of each step;
-// lane l of a warp copies the 16-byte vectors l and l + 32 of the warp's 1 KB run through
-// cp.async into the ring slots of the blocks they belong to, kStages - 1 steps ahead
-// (cp.async.wait_group then __syncwarp: a lane reads only slots its warp wrote).
+// 16 bytes of x through the non-coherent path (x is read-only during the kernel).
+__device__ __forceinline__ uint4 load_x16(const uint4* p) {
+  uint4 r;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+               : "l"(p));
+  return r;
+}
+
+// The kernel. Work: steps of kLeanThreads consecutive 1x16 blocks, thread t block t of each
+// step. Per tensor the CTAs take the steps round robin (CTA c: c, c + G, ...); per group each
+// CTA takes a contiguous range [c S / G, (c + 1) S / G), so its table's group changes rarely.
+// Each thread loads its block's 32 bytes straight into registers one step ahead (no shared
+// ring, no barrier in the loop; measured on an H100 2026-12-05, dev/lean_lab.cu: 1.45x the
+// cp.async-ring kernel, the all6 mode at 0.97 of copy bandwidth).
 template <QuantMode M>
-__global__ void __launch_bounds__(kRowThreads, kLeanMinCtas)
+__global__ void __launch_bounds__(kLeanThreads, kLeanMinCtas)
     quantize_rows_lean_kernel(const QuantizeParams p) {
-  constexpr int kStages = kRowRingBytes / 32;  // 4
-  static_assert(kStages >= 2 && kRowThreads % 32 == 0, "ring and whole warps");
-  __shared__ uint4 ring[kStages][2][kRowThreads];  // [stage][vector][thread]
+  static_assert(kLeanThreads % 32 == 0, "whole warps");
   __shared__ LeanEntry s_tab[256];
   extern __shared__ int32_t s_offs[];  // group scope: the clamped group ends
   const bool grouped = p.scope == ScopeKind::kGroup;
   if (grouped) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
 
-  const int tid = threadIdx.x, lane = tid & 31, warp0 = tid & ~31;
   const int64_t total = p.rows * (p.cols / 16);  // blocks
-  const int64_t steps = (total + kRowThreads - 1) / kRowThreads;
-  const int64_t full_steps = total / kRowThreads;
-  const int64_t s_begin = steps * blockIdx.x / gridDim.x;
-  const int64_t s_end = steps * (blockIdx.x + 1) / gridDim.x;
-  const int32_t n_steps = static_cast<int32_t>(s_end - s_begin);
-
-  constexpr int kStageBytes = 2 * kRowThreads * 16;
-  const uint32_t ring0 = static_cast<uint32_t>(__cvta_generic_to_shared(&ring[0][0][0]));
-  const uint32_t dst0 = ring0 + ((lane % 2) * kRowThreads + warp0 + lane / 2) * 16;
-  const uint4* src = static_cast<const uint4*>(p.x) + (s_begin * kRowThreads + warp0) * 2 + lane;
-  // Steps of the CTA whose vectors all lie in x (all but the tensor's last, partial one).
-  const int64_t full_left = full_steps - s_begin;
-  const int32_t n_full =
-      full_left < 0 ? 0 : (full_left < n_steps ? static_cast<int32_t>(full_left) : n_steps);
-  int32_t pre_k = 0;    // steps issued; step pre_k goes to stage pre_k % kStages
-  auto issue = [&]() {  // one commit group per step, empty past the CTA's range
-    const uint32_t dst = dst0 + (pre_k % kStages) * kStageBytes;
-    if (pre_k < n_full) {
-      cp_async16(dst, src);
-      cp_async16(dst + 16 * 16, src + 32);
-    } else if (pre_k < n_steps) {  // the tensor's last step: vectors past x are not read
-      const int64_t left = (total - (s_begin + pre_k) * kRowThreads - warp0) * 2 - lane;
-      if (left > 0) cp_async16(dst, src);
-      if (left > 32) cp_async16(dst + 16 * 16, src + 32);
-    }
-    src += kRowThreads * 2;
-    cp_async_commit();
-    ++pre_k;
-  };
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) issue();
-
-  const ErrorConsts consts = error_consts(p.bound);
+  const int64_t steps = (total + kLeanThreads - 1) / kLeanThreads;
+  const int64_t ctas = gridDim.x, cta = blockIdx.x;
+  int64_t step0, step_inc, n_steps;
+  if (grouped) {
+    step0 = steps * cta / ctas;
+    step_inc = 1;
+    n_steps = steps * (cta + 1) / ctas - step0;
+  } else {
+    step0 = cta;
+    step_inc = ctas;
+    n_steps = steps > cta ? (steps - cta + ctas - 1) / ctas : 0;
+  }
   const int64_t bpr = p.cols / 16;
+  const ErrorConsts consts = error_consts(p.bound);
   LeanGroup tg{0, INT64_MAX, 0.0f};  // group scope: the table's group
-  if (grouped) tg = lean_group(p, s_offs, bpr, 0, s_begin * kRowThreads);
+  if (grouped) tg = lean_group(p, s_offs, bpr, 0, step0 * kLeanThreads);
   GlobalScale gs = global_scale(grouped ? tg.amax : p.amax[0], p.bound);
   fill_lean_table<M>(s_tab, gs, consts);
 
-  // Thread tid's blocks: blk0 + k * kRowThreads for k < n_mine (those inside x).
-  const int64_t blk0 = s_begin * kRowThreads + tid;
-  uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes) + blk0;
-  uint8_t* scales = p.scales + blk0;
-  const int64_t mine = total > blk0 ? (total - blk0 + kRowThreads - 1) / kRowThreads : 0;
-  const int32_t n_mine = mine < n_steps ? static_cast<int32_t>(mine) : n_steps;
-  for (int32_t k = 0; k < n_steps; ++k) {
+  const uint4* src = static_cast<const uint4*>(p.x);
+  uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
+  const int64_t blk_inc = step_inc * kLeanThreads;
+  int64_t blk = step0 * kLeanThreads + threadIdx.x;  // this thread's block of step k
+  uint4 a{}, b{};                                    // its 32 bytes, loaded one step ahead
+  if (n_steps > 0 && blk < total) a = load_x16(src + 2 * blk), b = load_x16(src + 2 * blk + 1);
+  for (int64_t k = 0; k < n_steps; ++k, blk += blk_inc) {
     if (grouped) {  // uniform: the group of the step's first block
-      const int64_t first = (s_begin + k) * kRowThreads;
+      const int64_t first = (step0 + k) * kLeanThreads;
       if (first >= tg.end) {
         tg = lean_group(p, s_offs, bpr, tg.g, first);
         if (num::bits(tg.amax) != num::bits(gs.amax)) {
@@ -218,30 +206,23 @@ __global__ void __launch_bounds__(kRowThreads, kLeanMinCtas)
         }
       }
     }
-    issue();
-    cp_async_wait<kStages - 1>();  // this step's group has landed (this thread's copies)
-    __syncwarp();                  // ... and the other lanes' copies of this warp
-    if (k < n_mine) {
-      const int stage = k % kStages;
-      const uint4 a = ring[stage][0][tid], b = ring[stage][1][tid];
-      const int64_t blk = blk0 + static_cast<int64_t>(k) * kRowThreads;
+    const uint4 ca = a, cb = b;
+    const int64_t next = blk + blk_inc;
+    if (k + 1 < n_steps && next < total) a = load_x16(src + 2 * next), b = load_x16(src + 2 * next + 1);
+    if (blk < total) {
       bool other = false;  // group scope, a block past the table's group with another amax
       float own = 0.0f;
       if (grouped && blk >= tg.end) {
         own = lean_group(p, s_offs, bpr, tg.g, blk).amax;
         other = num::bits(own) != num::bits(gs.amax);
       }
-      const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+      const uint32_t w[8] = {ca.x, ca.y, ca.z, ca.w, cb.x, cb.y, cb.z, cb.w};
       const BlockCodes r =
-          other ? lean_block_own<M>(a, b, own, p.bound) : lean_block<M>(w, s_tab, gs, consts);
-      *codes = r.codes;
-      *scales = r.scale;
+          other ? lean_block_own<M>(ca, cb, own, p.bound) : lean_block<M>(w, s_tab, gs, consts);
+      codes[blk] = r.codes;
+      p.scales[blk] = r.scale;
     }
-    codes += kRowThreads;  // bumped, not recomputed from k: fewer 64-bit address instructions
-    scales += kRowThreads;
-    __syncwarp();  // the warp's lanes are done with this stage before it is refilled
   }
-  cp_async_wait<0>();
 }
 
 }  // namespace f46::cuda

@@ -50,12 +50,21 @@ inline constexpr int kRowRingBytes = 128;
 // Resident CTAs per SM the rows kernel's registers are bounded for (65536 / (256 n) each; 3
 // spills and measured slower on the H200, bench/RESULTS.md).
 inline constexpr int kRowMinCtas = 2;
-// The lean rows kernel (quantize_lean.cuh): registers bounded for this many CTAs per SM (3
-// measured the same on the H200, 80 registers with a small spill, bench/RESULTS.md).
-inline constexpr int kLeanMinCtas = 2;
+// The lean rows kernel (quantize_lean.cuh): kLeanThreads per CTA, registers bounded for
+// kLeanMinCtas CTAs per SM (96 registers; 6 CTAs spill and measured 40 % slower, 256 x 2 5 %
+// slower on an H100, dev/lean_lab.cu, bench/RESULTS.md).
+inline constexpr int kLeanThreads = 128;
+inline constexpr int kLeanMinCtas = 5;
+// The lean rowwise + columnwise kernel (quantize_lean_rowcol.cuh): kLeanThreads per CTA,
+// registers bounded for kLeanRowColMinCtas CTAs per SM; units of kRcUnitRows x kRcUnitCols
+// bf16, kRcStack of them (one below the other) per super-unit.
+inline constexpr int kLeanRowColMinCtas = 4;
+inline constexpr int kRcUnitRows = 16;
+inline constexpr int kRcUnitCols = 64;
+inline constexpr int kRcStack = 4;
 // Group scope takes the lean kernel when the groups average at least this many steps of
-// kRowThreads blocks.
-inline constexpr int kLeanGroupSteps = 2;
+// kLeanThreads blocks (512 blocks, as with the former 2 steps of 256).
+inline constexpr int kLeanGroupSteps = 4;
 // Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
 // kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
 // being quantized, one in flight), kTileWarps warps per CTA, registers bounded for

@@ -147,7 +147,9 @@ INSTANTIATE_TEST_SUITE_P(
                                          std::tuple<int64_t, int64_t>{48, 80},
                                          std::tuple<int64_t, int64_t>{80, 208},
                                          std::tuple<int64_t, int64_t>{129, 160},
-                                         std::tuple<int64_t, int64_t>{256, 1040}),
+                                         std::tuple<int64_t, int64_t>{256, 1040},
+                                         std::tuple<int64_t, int64_t>{64, 64},
+                                         std::tuple<int64_t, int64_t>{144, 192}),
                        ::testing::Values(DType::kBFloat16, DType::kFloat16, DType::kFloat32)),
     param_name);
 
@@ -160,6 +162,35 @@ TEST(CudaQuantizeLarge, BitwiseEqual) {
     const AmaxSpec a = amax_for(x, mode);
     expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg), mode.cfg,
                           "large " + mode.name);
+  }
+}
+
+// The lean row+col kernel (bf16, per-tensor amax, 64-column units, quantize_lean_rowcol.cuh):
+// many super-units per warp, a partial super-unit at the bottom (1040 rows = 16 super-units and
+// one band), contiguous and padded rows of x, the columnwise output with its own amax (larger
+// and smaller than the data's), every rule it takes and the columnwise-only output.
+TEST(CudaQuantizeLarge, LeanRowCol) {
+  F46_SKIP_WITHOUT_CUDA();
+  for (int64_t stride : {2112, 2120}) {
+    const HostTensor x = random_matrix(DType::kBFloat16, 1040, 2112, 9, Dist::kStudentT, 3.0f,
+                                       stride);
+    std::vector<Mode> modes;
+    for (int i : {6, 7, 12, 18}) modes.push_back(all_modes()[static_cast<size_t>(i)]);
+    modes.push_back({"absmax_rowcol", base(Rule::kAbsMax, 448.0f, Block::k1x16, true)});
+    modes.push_back({"all4_rowcol", base(Rule::kAll4, 256.0f, Block::k1x16, true)});
+    modes.push_back({"all6_rowcol", base(Rule::kAll6, 448.0f, Block::k1x16, true)});
+    for (const Mode& mode : modes) {
+      const std::string what =
+          "lean rowcol " + mode.name + " stride " + std::to_string(stride);
+      AmaxSpec a = amax_for(x, mode);
+      expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
+                            mode.cfg, what);
+      for (float f : {1.75f, 0.5f}) {
+        a.amax_columnwise = {a.amax[0] * f};
+        expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
+                              mode.cfg, what + " amax_t x" + std::to_string(f));
+      }
+    }
   }
 }
 

@@ -67,6 +67,14 @@ TEST(CudaQuantizeEdge, TiesAndZeros) {
   check_all_modes(x, tensor_amax(6.0f * 256.0f), "ties A=6*256");
   check_all_modes(x, tensor_amax(6.0f * 448.0f), "ties A=6*448");
   check_all_modes(x, tensor_amax(0.0f), "ties A=0");
+  // The same values in bf16 (all exact), 32 x 64: the lean row+col kernel for the columnwise
+  // layouts (quantize_lean_rowcol.cuh), whose column blocks mix the rows' ties.
+  std::vector<float> w;
+  while (w.size() < 32 * 64) w.insert(w.end(), v.begin(), v.end());
+  w.resize(32 * 64);
+  const HostTensor xb = make_matrix(DType::kBFloat16, 32, 64, w);
+  check_all_modes(xb, tensor_amax(6.0f * 256.0f), "bf16 ties A=6*256");
+  check_all_modes(xb, tensor_amax(6.0f * 448.0f), "bf16 ties A=6*448");
 }
 
 // bf16 tensors (the lean rows kernel, src/cuda/quantize/quantize_lean.cuh) where most blocks are
@@ -88,11 +96,15 @@ TEST(CudaQuantizeEdge, LeanUndecidedBlocks) {
     }
     const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v);
     for (int mode = 0; mode < 3; ++mode) {  // mae, mse, abs_max
-      const QuantizeConfig cfg = make_cfg(mode, false, false);
-      const AmaxSpec a = tensor_amax(6.0f * cfg.scale_bound);
-      expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
-                            "lean ties " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                " mode " + std::to_string(mode));
+      for (bool columnwise : {false, true}) {  // rows kernel; row+col kernel (rows % 16 == 0)
+        if (columnwise && rows % 16 != 0) continue;
+        const QuantizeConfig cfg = make_cfg(mode, columnwise, false);
+        const AmaxSpec a = tensor_amax(6.0f * cfg.scale_bound);
+        expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                              "lean ties " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                  " mode " + std::to_string(mode) +
+                                  (columnwise ? " row+col" : ""));
+      }
     }
   }
 }
@@ -139,8 +151,10 @@ TEST(CudaQuantizeEdge, ExtremeMagnitudes) {
     v[i] *= std::ldexp(1.0f, static_cast<int>(block % 24) - 20);  // 2^-20 .. 2^3 per block
   }
   v[0] = 1000.0f;
-  const HostTensor x = make_matrix(DType::kFloat32, 64, 64, v);
-  check_all_modes(x, tensor_amax(host_amax(v)), "subnormal scales");
+  for (DType t : {DType::kFloat32, DType::kBFloat16}) {  // bf16: the lean kernels
+    const HostTensor x = make_matrix(t, 64, 64, v);
+    check_all_modes(x, tensor_amax(host_amax(v)), std::string("subnormal scales ") + dtype_name(t));
+  }
   for (float s : {1e-30f, 1e-38f, 1e30f, 3e38f}) {
     std::vector<float> w = random_values(32 * 32, 4, Dist::kStudentT, s);
     w[5] = 1e-44f;  // fp32 sub-normal
@@ -159,8 +173,11 @@ TEST(CudaQuantizeEdge, FastPathBoundaries) {
     std::vector<float> v = random_values(32 * 64, 40 + e, Dist::kGaussian, 1.0f);
     for (size_t i = 0; i < v.size(); ++i)  // block amaxes 2^(e-3) .. 2^(e+1)
       v[i] = std::ldexp(v[i] * 0.25f, e - static_cast<int>((i / 16) % 4));
-    const HostTensor x = make_matrix(DType::kFloat32, 32, 64, v);
-    check_all_modes(x, tensor_amax(host_amax(v)), "C2 edge 2^" + std::to_string(e));
+    for (DType t : {DType::kFloat32, DType::kBFloat16}) {  // bf16: the lean kernels
+      const HostTensor x = make_matrix(t, 32, 64, v);
+      check_all_modes(x, tensor_amax(host_amax(v)),
+                      "C2 edge 2^" + std::to_string(e) + " " + dtype_name(t));
+    }
   }
   std::vector<float> v = random_values(16 * 64, 41, Dist::kStudentT, 1.0f);
   const HostTensor x = make_matrix(DType::kFloat32, 16, 64, v);
