@@ -119,11 +119,11 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && lean_scope &&
            p.vec_load && (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
            p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
-  // The lean row+col kernel: bf16, 1x16, columnwise output, per-tensor amax, round to nearest,
+  // The lean row+col kernel: bf16, 1x16, columnwise output, tensor or group amax, round to nearest,
   // no RHT, whole 64-column units, 16-byte code rows and 2-byte scale pairs for the rowwise
   // stores.
   l.lean_rowcol = x.dtype == DType::kBFloat16 && cfg.columnwise && !tile16 &&
-                  p.scope == ScopeKind::kTensor && cols % kRcUnitCols == 0 && p.vec_load &&
+                  p.scope != ScopeKind::kRow && cols % kRcUnitCols == 0 && p.vec_load &&
                   p.x_stride % 8 == 0 && !p.stochastic && !p.rht_rowwise && !p.rht_columnwise &&
                   (!cfg.rowwise || (aligned_to(p.codes, 16) && p.codes_stride % 16 == 0 &&
                                     aligned_to(p.scales, 2) && p.scales_stride % 2 == 0));

@@ -45,11 +45,12 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
       return;
     }
     if (l.lean_rowcol) {  // super-units of 64 x 64, one per warp at a time
-      const unsigned max_ctas = resident_ctas(quantize_rowcol_lean_kernel<M>, kLeanThreads, 0);
+      const unsigned max_ctas =
+          resident_ctas(quantize_rowcol_lean_kernel<M>, kLeanThreads, l.shared_bytes);
       const int64_t su = (p.rows / kRcUnitRows + kRcStack - 1) / kRcStack * (p.cols / kRcUnitCols);
       const int64_t ctas = (su + kRcWarps - 1) / kRcWarps;
       const dim3 grid(ctas < max_ctas ? static_cast<unsigned>(ctas) : max_ctas);
-      quantize_rowcol_lean_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
+      quantize_rowcol_lean_kernel<M><<<grid, kLeanThreads, l.shared_bytes, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rowcol_lean_kernel");
       return;
     }

@@ -37,15 +37,18 @@ struct LeanEntry {
 };
 
 template <QuantMode M>
+__device__ __forceinline__ LeanEntry lean_entry(uint32_t s, const GlobalScale& g,
+                                                const ErrorConsts& c) {
+  const float2 e = scale_entry(s, g, c);
+  const float inv_s = num::mul(e.x, grid::k2m6);
+  float limit = grid::fast_limit(inv_s);
+  if (is_error_rule<M>() && !(e.y == e.y)) limit = 0.0f;
+  return LeanEntry{inv_s, num::mul(e.y, 64.0f), grid::bound_kterm<rule_of<M>()>(e.y), limit};
+}
+template <QuantMode M>
 __device__ __forceinline__ void fill_lean_table(LeanEntry* tab, const GlobalScale& g,
                                                 const ErrorConsts& c) {
-  for (int s = threadIdx.x; s < 256; s += blockDim.x) {
-    const float2 e = scale_entry(static_cast<uint32_t>(s), g, c);
-    const float inv_s = num::mul(e.x, grid::k2m6);
-    float limit = grid::fast_limit(inv_s);
-    if (is_error_rule<M>() && !(e.y == e.y)) limit = 0.0f;
-    tab[s] = LeanEntry{inv_s, num::mul(e.y, 64.0f), grid::bound_kterm<rule_of<M>()>(e.y), limit};
-  }
+  for (int s = threadIdx.x; s < 256; s += blockDim.x) tab[s] = lean_entry<M>(s, g, c);
   __syncthreads();
 }
 

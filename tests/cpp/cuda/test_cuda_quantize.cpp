@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -165,7 +166,7 @@ TEST(CudaQuantizeLarge, BitwiseEqual) {
   }
 }
 
-// The lean row+col kernel (bf16, per-tensor amax, 64-column units, quantize_lean_rowcol.cuh):
+// The lean row+col kernel (bf16, tensor or group amax, 64-column units, quantize_lean_rowcol.cuh):
 // many super-units per warp, a partial super-unit at the bottom (1040 rows = 16 super-units and
 // one band), contiguous and padded rows of x, the columnwise output with its own amax (larger
 // and smaller than the data's), every rule it takes and the columnwise-only output.
@@ -191,6 +192,26 @@ TEST(CudaQuantizeLarge, LeanRowCol) {
                               mode.cfg, what + " amax_t x" + std::to_string(f));
       }
     }
+  }
+  // Group scope (the wgrad operands of the grouped quantized backward): uneven groups, empty
+  // ones, rows past the last offset (amax 0), a group whose amax is NaN, and a columnwise amax
+  // of its own per group.
+  std::vector<float> v = random_values(1040 * 2112, 21, Dist::kStudentT, 3.0f, DType::kBFloat16);
+  v[300 * 2112 + 77] = std::numeric_limits<float>::quiet_NaN();  // group 3: rows 160..495
+  const HostTensor x = make_matrix(DType::kBFloat16, 1040, 2112, v);
+  AmaxSpec a;
+  a.scope = AmaxScope::kGroup;
+  a.offsets = {0, 160, 160, 496, 1008};
+  a.amax = amax_host(x, AmaxScope::kGroup, a.offsets);
+  for (int i : {21, 7, 12}) {
+    Mode mode = all_modes()[static_cast<size_t>(i)];
+    const std::string what = "lean rowcol group " + mode.name;
+    a.amax_columnwise.clear();
+    expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg), mode.cfg,
+                          what);
+    for (float f : a.amax) a.amax_columnwise.push_back(f * 1.5f);
+    expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg), mode.cfg,
+                          what + " own amax_t");
   }
 }
 

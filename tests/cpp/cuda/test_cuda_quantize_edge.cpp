@@ -295,6 +295,8 @@ TEST(CudaQuantizeEdge, InvalidOffsetsAreClamped) {
   a.amax = {1.0f, 2.0f, 3.0f, 4.0f};
   QuantizeConfig cfg = make_cfg(0, true, false);
   quantize_device(x, a, cfg);
+  a.offsets = {40, 100000, 7, 9};  // bands straddling two groups (the lean row+col kernel)
+  quantize_device(x, a, cfg);
   const HostTensor y = random_matrix(DType::kBFloat16, 512, 512, 11);  // the lean kernel
   quantize_device(y, a, make_cfg(0, false, false));
   (void)amax_device(x, AmaxScope::kGroup, a.offsets);
