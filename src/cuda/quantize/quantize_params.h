@@ -62,6 +62,9 @@ inline constexpr int kLeanRowColMinCtas = 4;
 inline constexpr int kRcUnitRows = 16;
 inline constexpr int kRcUnitCols = 64;
 inline constexpr int kRcStack = 4;
+// The lean 16x16 kernel (quantize_lean_tile16.cuh): kLeanThreads per CTA, registers bounded for
+// this many CTAs per SM (5 spills ~100 bytes in the error rules).
+inline constexpr int kLeanTile16MinCtas = 4;
 // Group scope takes the lean kernel when the groups average at least this many steps of
 // kLeanThreads blocks (512 blocks, as with the former 2 steps of 256).
 inline constexpr int kLeanGroupSteps = 4;

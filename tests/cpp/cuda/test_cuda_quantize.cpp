@@ -215,6 +215,36 @@ TEST(CudaQuantizeLarge, LeanRowCol) {
   }
 }
 
+// The lean 16x16 kernel (bf16, rowwise only, tensor or group amax, cols % 32 == 0,
+// quantize_lean_tile16.cuh): many steps per warp, contiguous and padded rows of x, every rule,
+// and group scope with uneven and empty groups, rows past the last offset and a NaN group.
+TEST(CudaQuantizeLarge, LeanTile16) {
+  F46_SKIP_WITHOUT_CUDA();
+  std::vector<Mode> modes;
+  for (int i : {8, 10}) modes.push_back(all_modes()[static_cast<size_t>(i)]);
+  modes.push_back({"mse16x16", base(Rule::kMSE, 256.0f, Block::k16x16)});
+  modes.push_back({"all6_16x16", base(Rule::kAll6, 448.0f, Block::k16x16)});
+  modes.push_back({"all4_16x16", base(Rule::kAll4, 256.0f, Block::k16x16)});
+  for (int64_t stride : {2112, 2120}) {
+    std::vector<float> v = random_values(1040 * 2112, 23, Dist::kStudentT, 3.0f, DType::kBFloat16);
+    const float finite_amax = host_amax(v);
+    v[700 * 2112 + 5] = std::numeric_limits<float>::quiet_NaN();  // group 3: rows 496..1007
+    const HostTensor x = make_matrix(DType::kBFloat16, 1040, 2112, v, stride);
+    for (const Mode& mode : modes) {
+      const std::string what = "lean 16x16 " + mode.name + " stride " + std::to_string(stride);
+      AmaxSpec a;
+      a.amax = {finite_amax};  // the NaN's tile gets NaN codes, the others finite ones
+      expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
+                            mode.cfg, what);
+      a.scope = AmaxScope::kGroup;
+      a.offsets = {0, 160, 160, 496, 1008};
+      a.amax = amax_host(x, AmaxScope::kGroup, a.offsets);
+      expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
+                            mode.cfg, what + " group");
+    }
+  }
+}
+
 // The rowwise kernel over many steps per CTA (ring wrap-around, cursors carried across rows,
 // a group amax changing inside a CTA's range): tall tensors, rowwise-only modes, uneven groups
 // (some empty, the last ending before the last row), contiguous and strided rows, 2- and 4-byte

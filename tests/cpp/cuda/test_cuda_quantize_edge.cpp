@@ -37,8 +37,8 @@ QuantizeConfig make_cfg(int mode, bool columnwise, bool tile16) {
 
 void check_all_modes(const HostTensor& x, const AmaxSpec& a, const std::string& what) {
   for (int mode = 0; mode < 7; ++mode)
-    for (int layout = 0; layout < 3; ++layout) {
-      const bool columnwise = layout >= 1, tile16 = layout == 2;
+    for (int layout = 0; layout < 4; ++layout) {  // 1x16, row+col, 16x16 row+col, 16x16
+      const bool columnwise = layout == 1 || layout == 2, tile16 = layout >= 2;
       if ((columnwise || tile16) && x.size(0) % 16 != 0) continue;
       const QuantizeConfig cfg = make_cfg(mode, columnwise, tile16);
       expect_same_quantized(
