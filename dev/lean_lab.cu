@@ -336,7 +336,6 @@ std::vector<Variant> variants() {
                  k<<<grid, T>>>(p);                                                        \
                }});
   LAB_VARIANT(128, 5, 1)
-  LAB_VARIANT(128, 4, 1)
 #undef LAB_VARIANT
 #define LAB_PIPE(T, C)                                                                     \
   if constexpr (is_error_rule<M>())                                                        \
@@ -346,7 +345,6 @@ std::vector<Variant> variants() {
                    const int grid = std::min<int64_t>((total + T - 1) / T, resident(k, T)); \
                    k<<<grid, T>>>(p);                                                      \
                  }});
-  LAB_PIPE(256, 2)
 #undef LAB_PIPE
 #define LAB_PIPE2(T, C)                                                                    \
   if constexpr (is_error_rule<M>())                                                        \
