@@ -13,7 +13,7 @@ bash dev/gpu_quantize.sh tests 2>&1 | tee "$OUT/gq_tests.log" | tail -25
 bash dev/gpu_quantize.sh bench > "$OUT/gq_bench.log" 2>&1
 grep -E "copy|^\| |geometric" "$OUT/gq_bench.log"
 nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
-  dev/lean_lab.cu -o /tmp/lean_lab && timeout "${T_LAB:-120}" /tmp/lean_lab 30 > "$OUT/lab.log" 2>&1
+  dev/lean_lab.cu -o /tmp/lean_lab && timeout "${T_LAB:-120}" /tmp/lean_lab ${LAB_ITERS:-30} > "$OUT/lab.log" 2>&1
 echo "lab rc=$?"
 grep -E "^\| |copy|equal" "$OUT/lab.log" | grep -v "^| variant\|^|---" | head -60
 bash dev/gpu_quantize.sh sanitize 2>&1 | tee "$OUT/gq_san.log" | grep -E "rc=|ERROR SUMMARY|RACECHECK SUMMARY"
