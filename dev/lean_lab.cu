@@ -15,17 +15,18 @@
 #include <functional>
 #include <vector>
 
-#include "cuda/quantize/quantize_lean.cuh"
 #include "cuda/quantize/quantize_launch_impl.cuh"
+#include "cuda/quantize/quantize_lean.cuh"
+#include "lean_rowcol.cuh"
+#include "lean_tile16.cuh"
 
-#define LAB_CUDA(expr)                                                                   \
-  do {                                                                                   \
-    cudaError_t e_ = (expr);                                                             \
-    if (e_ != cudaSuccess) {                                                             \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr,                  \
-                   cudaGetErrorString(e_));                                              \
-      std::exit(1);                                                                      \
-    }                                                                                    \
+#define LAB_CUDA(expr)                                                                           \
+  do {                                                                                           \
+    cudaError_t e_ = (expr);                                                                     \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 
 namespace f46::cuda {
@@ -67,7 +68,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_kernel(const QuantizeP
     if (blk < total) a = ldg16(src + 2 * blk), b = ldg16(src + 2 * blk + 1);
     for (; blk < total; blk += stride) {
       const uint4 ca = a, cb = b;
-      if (blk + stride < total) a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
+      if (blk + stride < total)
+        a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
       lab_block<M>(ca, cb, s_tab, gs, consts, codes, p.scales, blk);
     }
   } else {
@@ -87,7 +89,6 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_kernel(const QuantizeP
     }
   }
 }
-
 
 // ---- variant P: software-pipelined head, branch-free fast body --------------------------------
 // The head of a block (amax, both candidate scales, their table entries, the fast-path flag) is
@@ -182,7 +183,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_pipe_kernel(const Quan
   float x[16];
   unpack_words(w, x);
   PipeHead h = pipe_head<M>(x, s_tab, gs);
-  if (blk + stride < total) a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
+  if (blk + stride < total)
+    a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
   for (;;) {
     const int64_t next = blk + stride;
     const bool more = next < total;
@@ -191,7 +193,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_pipe_kernel(const Quan
     float nx[16];
     unpack_words(nw, nx);
     const PipeHead nh = pipe_head<M>(nx, s_tab, gs);
-    if (next + stride < total) a = ldg16(src + 2 * (next + stride)), b = ldg16(src + 2 * (next + stride) + 1);
+    if (next + stride < total)
+      a = ldg16(src + 2 * (next + stride)), b = ldg16(src + 2 * (next + stride) + 1);
     const BlockCodes r = pipe_body<M>(w, x, h, gs, consts);
     codes[blk] = r.codes;
     p.scales[blk] = r.scale;
@@ -253,7 +256,8 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_pipe2_kernel(const Qua
   PipeStage s0, s1;
   uint4 a = ldg16(src + 2 * blk), b = ldg16(src + 2 * blk + 1);
   pipe_fill<M>(s0, a, b, s_tab, gs);
-  if (blk + stride < total) a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
+  if (blk + stride < total)
+    a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
   while (pipe_step<M>(s0, s1, a, b, blk, stride, total, src, codes, p.scales, s_tab, gs, consts) &&
          pipe_step<M>(s1, s0, a, b, blk, stride, total, src, codes, p.scales, s_tab, gs, consts)) {
   }
@@ -328,31 +332,31 @@ std::vector<Variant> variants() {
                                                     resident(k, kLeanThreads));
                  k<<<grid, kLeanThreads>>>(p);
                }});
-#define LAB_VARIANT(T, C, A)                                                               \
-  v.push_back({"direct T" #T " C" #C " ahead" #A, [](const QuantizeParams& p) {            \
-                 auto k = lab_kernel<M, T, C, A>;                                          \
-                 const int64_t total = p.rows * (p.cols / 16);                             \
+#define LAB_VARIANT(T, C, A)                                                              \
+  v.push_back({"direct T" #T " C" #C " ahead" #A, [](const QuantizeParams& p) {           \
+                 auto k = lab_kernel<M, T, C, A>;                                         \
+                 const int64_t total = p.rows * (p.cols / 16);                            \
                  const int grid = std::min<int64_t>((total + T - 1) / T, resident(k, T)); \
-                 k<<<grid, T>>>(p);                                                        \
+                 k<<<grid, T>>>(p);                                                       \
                }});
   LAB_VARIANT(128, 5, 1)
 #undef LAB_VARIANT
-#define LAB_PIPE(T, C)                                                                     \
-  if constexpr (is_error_rule<M>())                                                        \
-    v.push_back({"pipelined T" #T " C" #C, [](const QuantizeParams& p) {                   \
-                   auto k = lab_pipe_kernel<M, T, C>;                                      \
-                   const int64_t total = p.rows * (p.cols / 16);                           \
+#define LAB_PIPE(T, C)                                                                      \
+  if constexpr (is_error_rule<M>())                                                         \
+    v.push_back({"pipelined T" #T " C" #C, [](const QuantizeParams& p) {                    \
+                   auto k = lab_pipe_kernel<M, T, C>;                                       \
+                   const int64_t total = p.rows * (p.cols / 16);                            \
                    const int grid = std::min<int64_t>((total + T - 1) / T, resident(k, T)); \
-                   k<<<grid, T>>>(p);                                                      \
+                   k<<<grid, T>>>(p);                                                       \
                  }});
 #undef LAB_PIPE
-#define LAB_PIPE2(T, C)                                                                    \
-  if constexpr (is_error_rule<M>())                                                        \
-    v.push_back({"pipelined x2 T" #T " C" #C, [](const QuantizeParams& p) {                \
-                   auto k = lab_pipe2_kernel<M, T, C>;                                     \
-                   const int64_t total = p.rows * (p.cols / 16);                           \
+#define LAB_PIPE2(T, C)                                                                     \
+  if constexpr (is_error_rule<M>())                                                         \
+    v.push_back({"pipelined x2 T" #T " C" #C, [](const QuantizeParams& p) {                 \
+                   auto k = lab_pipe2_kernel<M, T, C>;                                      \
+                   const int64_t total = p.rows * (p.cols / 16);                            \
                    const int grid = std::min<int64_t>((total + T - 1) / T, resident(k, T)); \
-                   k<<<grid, T>>>(p);                                                      \
+                   k<<<grid, T>>>(p);                                                       \
                  }});
 
 #undef LAB_PIPE2
@@ -368,12 +372,15 @@ int main(int argc, char** argv) {
   LAB_CUDA(cudaMalloc(&ca, cb));
   LAB_CUDA(cudaMalloc(&cc, cb));
   LAB_CUDA(cudaMemset(ca, 0, cb));
-  const double copy_us = median_us(iters, [&](int) { LAB_CUDA(cudaMemcpyAsync(cc, ca, cb, cudaMemcpyDeviceToDevice)); });
+  const double copy_us = median_us(
+      iters, [&](int) { LAB_CUDA(cudaMemcpyAsync(cc, ca, cb, cudaMemcpyDeviceToDevice)); });
   const double copy_gbs = 2.0 * cb / copy_us * 1e-3;
   cudaFree(ca);
   cudaFree(cc);
-  std::printf("device copy %.1f GB/s\n\n| variant | mode | shape | us | fraction of copy | equal |\n|---|---|---|---|---|---|\n",
-              copy_gbs);
+  std::printf(
+      "device copy %.1f GB/s\n\n| variant | mode | shape | us | fraction of copy | equal "
+      "|\n|---|---|---|---|---|---|\n",
+      copy_gbs);
   const int64_t shapes[][2] = {{8192, 5120}, {16384, 7168}, {65536, 2048}};
   bool all_equal = true;
   for (const auto& sh : shapes) {
@@ -461,13 +468,25 @@ int main(int argc, char** argv) {
           q.scales_t_stride = R / 16;
           q.wide_rows = q.wide_cols = true;
           q.pair_cols = m != QuantMode::kMAE;
+          if (k == 1) {  // dev/lean_rowcol.cuh
+            const int64_t su = (R / kRcUnitRows + kRcStack - 1) / kRcStack * (C / kRcUnitCols);
+            auto launch_rc = [&](auto kernel) {
+              const int grid =
+                  std::min<int64_t>((su + kRcWarps - 1) / kRcWarps, resident(kernel, kLeanThreads));
+              kernel<<<grid, kLeanThreads>>>(q);
+            };
+            if (m == QuantMode::kMAE)
+              launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE>);
+            else
+              launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient>);
+            return;
+          }
           QuantizeLaunch l;
           l.mode = m;
-          l.tile_kernel = k == 0;
-          l.lean_rowcol = k == 1;
+          l.tile_kernel = true;
           const int64_t seg = (q.pair_cols ? 2 : 1) * kUnitRows;
           const int64_t units = (R + seg - 1) / seg * ((C + kUnitCols - 1) / kUnitCols);
-          l.grid = dim3(k == 0 ? static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps) : 1);
+          l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
           launch_quantize<Bf16>(q, l, 0);
         };
         for (int b = 0; b < 4; ++b) LAB_CUDA(cudaMemset(bufs[b], 0xAB, sizes[b]));
@@ -484,13 +503,56 @@ int main(int argc, char** argv) {
         const double us = median_us(iters, launch);
         const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
         std::printf("| %s | %s row+col | %lldx%lld | %.1f | %.3f | %s |\n",
-                    k == 0 ? "tile kernel (reference)" : "lean row+col kernel (src)", mode_name,
+                    k == 0 ? "tile kernel (reference)" : "lean row+col kernel (dev)", mode_name,
                     (long long)R, (long long)C, us, bytes / us * 1e-3 / copy_gbs,
                     k == 0 ? "ref" : (eq ? "yes" : "NO"));
         std::fflush(stdout);
       }
     };
     run_rc("MAE", QuantMode::kMAE, 256.0f);
+    {  // 16x16 MAE rowwise: the tile kernel (reference) against dev/lean_tile16.cuh
+      std::vector<uint8_t> rc(n / 2), rs(n / 16);
+      for (int k = 0; k < 2; ++k) {
+        auto launch = [&](int i) {
+          QuantizeParams q = params(i, codes, scales);
+          q.wide_rows = true;
+          if (k == 1) {
+            auto kernel = quantize_tile16_lean_kernel<QuantMode::kMAE>;
+            const int64_t steps = R / 16 * (C / 32);
+            const int grid =
+                std::min<int64_t>((steps + kLeanThreads / 32 - 1) / (kLeanThreads / 32),
+                                  resident(kernel, kLeanThreads));
+            kernel<<<grid, kLeanThreads>>>(q);
+            return;
+          }
+          QuantizeLaunch l;
+          l.mode = QuantMode::kMAE;
+          l.tile_kernel = l.tile16 = true;
+          const int64_t units = (R + kUnitRows - 1) / kUnitRows * ((C + kUnitCols - 1) / kUnitCols);
+          l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
+          launch_quantize<Bf16>(q, l, 0);
+        };
+        LAB_CUDA(cudaMemset(codes, 0xAB, n / 2));
+        LAB_CUDA(cudaMemset(scales, 0xAB, n / 16));
+        launch(0);
+        LAB_CUDA(cudaDeviceSynchronize());
+        std::vector<uint8_t> c(n / 2), sc(n / 16);
+        LAB_CUDA(cudaMemcpy(c.data(), codes, n / 2, cudaMemcpyDeviceToHost));
+        LAB_CUDA(cudaMemcpy(sc.data(), scales, n / 16, cudaMemcpyDeviceToHost));
+        bool eq = true;
+        if (k == 0)
+          rc = c, rs = sc;
+        else
+          eq = c == rc && sc == rs, all_equal = all_equal && eq;
+        const double us = median_us(iters, launch);
+        const double bytes = 2.0 * n + n / 2.0 + n / 16.0;
+        std::printf("| %s | 16x16 MAE | %lldx%lld | %.1f | %.3f | %s |\n",
+                    k == 0 ? "tile kernel (reference)" : "lean 16x16 kernel (dev)", (long long)R,
+                    (long long)C, us, bytes / us * 1e-3 / copy_gbs,
+                    k == 0 ? "ref" : (eq ? "yes" : "NO"));
+        std::fflush(stdout);
+      }
+    }
     run_rc("gradient RNE", QuantMode::kGradient, 448.0f);
     cudaFree(codes_t);
     cudaFree(scales_t);

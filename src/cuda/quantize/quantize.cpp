@@ -116,22 +116,9 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
       p.scope == ScopeKind::kTensor ||
       (p.scope == ScopeKind::kGroup &&
        rows * (cols / 16) >= int64_t{kLeanGroupSteps} * kLeanThreads * p.num_groups);
-  l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && lean_scope &&
-           p.vec_load && (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
+  l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && lean_scope && p.vec_load &&
+           (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
            p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
-  // The lean row+col kernel: bf16, 1x16, columnwise output, tensor or group amax, round to nearest,
-  // no RHT, whole 64-column units, 16-byte code rows and 2-byte scale pairs for the rowwise
-  // stores.
-  l.lean_rowcol = x.dtype == DType::kBFloat16 && cfg.columnwise && !tile16 &&
-                  p.scope != ScopeKind::kRow && cols % kRcUnitCols == 0 && p.vec_load &&
-                  p.x_stride % 8 == 0 && !p.stochastic && !p.rht_rowwise && !p.rht_columnwise &&
-                  (!cfg.rowwise || (aligned_to(p.codes, 16) && p.codes_stride % 16 == 0 &&
-                                    aligned_to(p.scales, 2) && p.scales_stride % 2 == 0));
-  // The lean 16x16 kernel: bf16, rowwise only, tensor or group amax, round to nearest, no RHT,
-  // whole pairs of tiles per row.
-  l.lean_tile16 = x.dtype == DType::kBFloat16 && tile16 && cfg.rowwise && !cfg.columnwise &&
-                  p.scope != ScopeKind::kRow && cols % 32 == 0 && p.vec_load &&
-                  p.x_stride % 8 == 0 && !p.stochastic && !p.rht_rowwise;
   if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
     const int64_t seg_rows = (p.pair_cols ? 2 : 1) * kUnitRows;  // band pairs or bands
     l.grid = dim3(grid_x(ceil_div(rows, seg_rows) * ceil_div(cols, kUnitCols), kTileWarps));

@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanMinCtas)
     }
     const uint4 ca = a, cb = b;
     const int64_t next = blk + blk_inc;
-    if (k + 1 < n_steps && next < total) a = load_x16(src + 2 * next), b = load_x16(src + 2 * next + 1);
+    if (k + 1 < n_steps && next < total)
+      a = load_x16(src + 2 * next), b = load_x16(src + 2 * next + 1);
     if (blk < total) {
       bool other = false;  // group scope, a block past the table's group with another amax
       float own = 0.0f;

@@ -55,16 +55,6 @@ inline constexpr int kRowMinCtas = 2;
 // slower on an H100, dev/lean_lab.cu, bench/RESULTS.md).
 inline constexpr int kLeanThreads = 128;
 inline constexpr int kLeanMinCtas = 5;
-// The lean rowwise + columnwise kernel (quantize_lean_rowcol.cuh): kLeanThreads per CTA,
-// registers bounded for kLeanRowColMinCtas CTAs per SM; units of kRcUnitRows x kRcUnitCols
-// bf16, kRcStack of them (one below the other) per super-unit.
-inline constexpr int kLeanRowColMinCtas = 4;
-inline constexpr int kRcUnitRows = 16;
-inline constexpr int kRcUnitCols = 64;
-inline constexpr int kRcStack = 4;
-// The lean 16x16 kernel (quantize_lean_tile16.cuh): kLeanThreads per CTA, registers bounded for
-// this many CTAs per SM (5 spills ~100 bytes in the error rules).
-inline constexpr int kLeanTile16MinCtas = 4;
 // Group scope takes the lean kernel when the groups average at least this many steps of
 // kLeanThreads blocks (512 blocks, as with the former 2 steps of 256).
 inline constexpr int kLeanGroupSteps = 4;

@@ -166,23 +166,22 @@ TEST(CudaQuantizeLarge, BitwiseEqual) {
   }
 }
 
-// The lean row+col kernel (bf16, tensor or group amax, 64-column units, quantize_lean_rowcol.cuh):
-// many super-units per warp, a partial super-unit at the bottom (1040 rows = 16 super-units and
-// one band), contiguous and padded rows of x, the columnwise output with its own amax (larger
-// and smaller than the data's), every rule it takes and the columnwise-only output.
-TEST(CudaQuantizeLarge, LeanRowCol) {
+// Row + col in bf16 on a wide tensor (columns a multiple of 64, 1040 rows: 16 stacks of 64 rows
+// and one band; the shapes of dev/lean_rowcol.cuh, which passed it on the H200 2026-12-05 while
+// it was dispatched): contiguous and padded rows of x, the columnwise output with its own amax
+// (larger and smaller than the data's), every rounding-to-nearest rule, columnwise only.
+TEST(CudaQuantizeLarge, RowColWide) {
   F46_SKIP_WITHOUT_CUDA();
   for (int64_t stride : {2112, 2120}) {
-    const HostTensor x = random_matrix(DType::kBFloat16, 1040, 2112, 9, Dist::kStudentT, 3.0f,
-                                       stride);
+    const HostTensor x =
+        random_matrix(DType::kBFloat16, 1040, 2112, 9, Dist::kStudentT, 3.0f, stride);
     std::vector<Mode> modes;
     for (int i : {6, 7, 12, 18}) modes.push_back(all_modes()[static_cast<size_t>(i)]);
     modes.push_back({"absmax_rowcol", base(Rule::kAbsMax, 448.0f, Block::k1x16, true)});
     modes.push_back({"all4_rowcol", base(Rule::kAll4, 256.0f, Block::k1x16, true)});
     modes.push_back({"all6_rowcol", base(Rule::kAll6, 448.0f, Block::k1x16, true)});
     for (const Mode& mode : modes) {
-      const std::string what =
-          "lean rowcol " + mode.name + " stride " + std::to_string(stride);
+      const std::string what = "rowcol wide " + mode.name + " stride " + std::to_string(stride);
       AmaxSpec a = amax_for(x, mode);
       expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
                             mode.cfg, what);
@@ -205,7 +204,7 @@ TEST(CudaQuantizeLarge, LeanRowCol) {
   a.amax = amax_host(x, AmaxScope::kGroup, a.offsets);
   for (int i : {21, 7, 12}) {
     Mode mode = all_modes()[static_cast<size_t>(i)];
-    const std::string what = "lean rowcol group " + mode.name;
+    const std::string what = "rowcol wide group " + mode.name;
     a.amax_columnwise.clear();
     expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg), mode.cfg,
                           what);
@@ -215,10 +214,10 @@ TEST(CudaQuantizeLarge, LeanRowCol) {
   }
 }
 
-// The lean 16x16 kernel (bf16, rowwise only, tensor or group amax, cols % 32 == 0,
-// quantize_lean_tile16.cuh): many steps per warp, contiguous and padded rows of x, every rule,
-// and group scope with uneven and empty groups, rows past the last offset and a NaN group.
-TEST(CudaQuantizeLarge, LeanTile16) {
+// 16x16 rowwise in bf16 on a wide tensor (as dev/lean_tile16.cuh took it on the H200 2026-12-05):
+// contiguous and padded rows of x, every rule, and group scope with uneven and empty groups,
+// rows past the last offset and a NaN group.
+TEST(CudaQuantizeLarge, Tile16Wide) {
   F46_SKIP_WITHOUT_CUDA();
   std::vector<Mode> modes;
   for (int i : {8, 10}) modes.push_back(all_modes()[static_cast<size_t>(i)]);
@@ -231,7 +230,7 @@ TEST(CudaQuantizeLarge, LeanTile16) {
     v[700 * 2112 + 5] = std::numeric_limits<float>::quiet_NaN();  // group 3: rows 496..1007
     const HostTensor x = make_matrix(DType::kBFloat16, 1040, 2112, v, stride);
     for (const Mode& mode : modes) {
-      const std::string what = "lean 16x16 " + mode.name + " stride " + std::to_string(stride);
+      const std::string what = "16x16 wide " + mode.name + " stride " + std::to_string(stride);
       AmaxSpec a;
       a.amax = {finite_amax};  // the NaN's tile gets NaN codes, the others finite ones
       expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),

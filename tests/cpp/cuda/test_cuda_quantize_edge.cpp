@@ -67,8 +67,8 @@ TEST(CudaQuantizeEdge, TiesAndZeros) {
   check_all_modes(x, tensor_amax(6.0f * 256.0f), "ties A=6*256");
   check_all_modes(x, tensor_amax(6.0f * 448.0f), "ties A=6*448");
   check_all_modes(x, tensor_amax(0.0f), "ties A=0");
-  // The same values in bf16 (all exact), 32 x 64: the lean row+col kernel for the columnwise
-  // layouts (quantize_lean_rowcol.cuh), whose column blocks mix the rows' ties.
+  // The same values in bf16 (all exact), 32 x 64: the lean rows kernel for the rowwise layout,
+  // and column blocks that mix the rows' ties for the columnwise layouts.
   std::vector<float> w;
   while (w.size() < 32 * 64) w.insert(w.end(), v.begin(), v.end());
   w.resize(32 * 64);
@@ -85,8 +85,8 @@ TEST(CudaQuantizeEdge, TiesAndZeros) {
 TEST(CudaQuantizeEdge, LeanUndecidedBlocks) {
   F46_SKIP_WITHOUT_CUDA();
   for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1001, 1072}, {4096, 512}, {3, 16}}) {
-    std::vector<float> v = random_values(rows * cols, 77 + rows, Dist::kStudentT, 2.0f,
-                                         DType::kBFloat16);
+    std::vector<float> v =
+        random_values(rows * cols, 77 + rows, Dist::kStudentT, 2.0f, DType::kBFloat16);
     std::mt19937 gen(static_cast<uint32_t>(rows));
     const float grid[] = {0.0f, 1.5f, -1.5f, 3.0f, -3.0f, 6.0f, -6.0f};
     for (int64_t blk = 0; blk < rows * cols / 16; ++blk) {
@@ -95,15 +95,14 @@ TEST(CudaQuantizeEdge, LeanUndecidedBlocks) {
       v[static_cast<size_t>(16 * blk + gen() % 16)] = gen() % 2 ? 6.0f : -6.0f;
     }
     const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v);
-    for (int mode = 0; mode < 3; ++mode) {  // mae, mse, abs_max
-      for (bool columnwise : {false, true}) {  // rows kernel; row+col kernel (rows % 16 == 0)
+    for (int mode = 0; mode < 3; ++mode) {     // mae, mse, abs_max
+      for (bool columnwise : {false, true}) {  // lean rows kernel; row+col (rows % 16 == 0)
         if (columnwise && rows % 16 != 0) continue;
         const QuantizeConfig cfg = make_cfg(mode, columnwise, false);
         const AmaxSpec a = tensor_amax(6.0f * cfg.scale_bound);
         expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
                               "lean ties " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                  " mode " + std::to_string(mode) +
-                                  (columnwise ? " row+col" : ""));
+                                  " mode " + std::to_string(mode) + (columnwise ? " row+col" : ""));
       }
     }
   }
@@ -135,9 +134,9 @@ TEST(CudaQuantizeEdge, LeanGroupScope) {
   for (int mode = 0; mode < 6; ++mode)  // mae, mse, abs_max, all6, all4, gradient RNE
     for (size_t i = 0; i < specs.size(); ++i) {
       const QuantizeConfig cfg = make_cfg(mode, false, false);
-      expect_same_quantized(quantize_host(x, specs[i], cfg), quantize_device(x, specs[i], cfg),
-                            cfg, "lean group mode " + std::to_string(mode) + " spec " +
-                                     std::to_string(i));
+      expect_same_quantized(
+          quantize_host(x, specs[i], cfg), quantize_device(x, specs[i], cfg), cfg,
+          "lean group mode " + std::to_string(mode) + " spec " + std::to_string(i));
     }
 }
 
@@ -295,7 +294,7 @@ TEST(CudaQuantizeEdge, InvalidOffsetsAreClamped) {
   a.amax = {1.0f, 2.0f, 3.0f, 4.0f};
   QuantizeConfig cfg = make_cfg(0, true, false);
   quantize_device(x, a, cfg);
-  a.offsets = {40, 100000, 7, 9};  // bands straddling two groups (the lean row+col kernel)
+  a.offsets = {40, 100000, 7, 9};  // 16-row blocks straddling two groups
   quantize_device(x, a, cfg);
   const HostTensor y = random_matrix(DType::kBFloat16, 512, 512, 11);  // the lean kernel
   quantize_device(y, a, make_cfg(0, false, false));

@@ -1,3 +1,11 @@
+// LAB KERNEL, not in the library (dev/): measured on the H200 2026-12-05 (dev/gpu_lean.sh, the
+// row+col section of dev/lean_lab.cu, bytewise equal to the tile kernel, and the whole CUDA
+// quantize suite passed while it was dispatched) at 0.21 of copy for row+col MAE and 0.22 for
+// gradient RNE row+col, against the tile kernel's 0.27-0.29 and 0.45-0.52 in the same run; with
+// a group amax 0.13-0.19 against 0.30-0.35. Its columnwise stores (8 code bytes and 1 scale byte
+// per column and unit, 64 rows of codes_t per warp store) are the likely cause; kept here as
+// the starting point of a lean row+col design with staged columnwise stores.
+//
 // The lean rowwise + columnwise kernel: bf16 input, 1x16 blocks, a per-tensor or per-group global
 // amax (the columnwise output may have its own, N1.4), round to nearest, no RHT, cols % 64 == 0,
 // rows % 16 == 0: the activations and gradients of training quantized for both GEMM operands
@@ -7,9 +15,10 @@
 // Work: x cut into units of 16 rows x 64 columns (2 KB), stacked by four into super-units
 // (64 rows; fewer at the bottom edge) that the warps take round robin (per tensor) or in
 // contiguous ranges (per group), a super-unit's units from the top. Each warp has its own pair
-// of scale tables (LeanEntry), refilled when the amax of a unit's first row changes. Per unit each lane loads four 16-byte chunks straight into registers one unit
-// ahead (a warp load reads four whole 128-byte rows), stores them into the warp's shared tile
-// (rows padded to 144 bytes: every access below is free of bank conflicts) and reads back:
+// of scale tables (LeanEntry), refilled when the amax of a unit's first row changes. Per unit each
+// lane loads four 16-byte chunks straight into registers one unit ahead (a warp load reads four
+// whole 128-byte rows), stores them into the warp's shared tile (rows padded to 144 bytes: every
+// access below is free of bank conflicts) and reads back:
 //   rowwise:    row lane/2, block columns 2 (lane % 2) and 2 (lane % 2) + 1 (two 16-byte
 //               reads each): the lane writes 16 contiguous code bytes and 2 scale bytes, a lane
 //               pair a row's whole 32-byte sector;
@@ -26,6 +35,11 @@
 
 namespace f46::cuda {
 
+// Configuration (was in quantize_params.h while this kernel was dispatched).
+inline constexpr int kLeanRowColMinCtas = 4;  // registers bounded for 4 CTAs per SM
+inline constexpr int kRcUnitRows = 16;
+inline constexpr int kRcUnitCols = 64;
+inline constexpr int kRcStack = 4;                        // units per super-unit
 inline constexpr int kRcRowBytes = kRcUnitCols * 2 + 16;  // a unit row in shared memory
 inline constexpr int kRcWarps = kLeanThreads / 32;
 
@@ -85,15 +99,16 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanRowColMinCtas)
 
   auto band_of = [&](const RcCursor& c) { return (c.su / ucols) * kRcStack + c.k; };
   auto next_of = [&](RcCursor c) {
-    if (c.k + 1 < kRcStack && band_of(RcCursor{c.su, c.k + 1}) < bands) return RcCursor{c.su, c.k + 1};
+    if (c.k + 1 < kRcStack && band_of(RcCursor{c.su, c.k + 1}) < bands)
+      return RcCursor{c.su, c.k + 1};
     return RcCursor{c.su + su_inc, 0};
   };
   // Lane's four chunks of a unit: chunk i = lane + 32 m is row i / 8, 16-byte column i % 8.
   const int ld_row = lane / 8, ld_cc = lane % 8;
-  auto load_unit = [&](const RcCursor& c, uint4 (&v)[4]) {
+  auto load_unit = [&](const RcCursor& c, uint4(&v)[4]) {
     const int64_t row0 = band_of(c) * kRcUnitRows, col0 = (c.su % ucols) * kRcUnitCols;
-    const auto* base = static_cast<const uint16_t*>(p.x) + (row0 + ld_row) * p.x_stride + col0 +
-                       ld_cc * 8;
+    const auto* base =
+        static_cast<const uint16_t*>(p.x) + (row0 + ld_row) * p.x_stride + col0 + ld_cc * 8;
 #pragma unroll
     for (int m = 0; m < 4; ++m)
       v[m] = load_x16(reinterpret_cast<const uint4*>(base + 4 * m * p.x_stride));

@@ -1,3 +1,9 @@
+// LAB KERNEL, not in the library (dev/): measured on the H200 2026-12-05 (dev/gpu_lean.sh:
+// bench_quantize while it was dispatched, the whole CUDA quantize suite passing) at
+// 0.35/0.37/0.39 of copy for '16x16 weights MAE' against the tile kernel's 0.38/0.42/0.43
+// (2026-12-04): half-warp tiles with per-lane 32-byte register loads and the shuffle trees did
+// not beat the tile kernel's shared-memory units. The lab (dev/lean_lab.cu) compares the two.
+//
 // The lean 16x16 kernel: bf16 input, 16x16 blocks (weights, N1.4), rowwise output only, a
 // per-tensor or per-group global amax, round to nearest, no RHT, cols % 32 == 0: the weights of
 // training, quantized every step. Same arithmetic and results as the tile kernel
@@ -19,6 +25,9 @@
 #include "cuda/quantize/quantize_lean.cuh"
 
 namespace f46::cuda {
+
+// Registers bounded for this many CTAs per SM (5 spills ~100 bytes in the error rules).
+inline constexpr int kLeanTile16MinCtas = 4;
 
 // Row i of a 16x16 tile (lanes of `half_mask`, one row each) from its 8 raw bf16 words:
 // quantize_block<M, true> with the lean table.
@@ -65,15 +74,14 @@ __device__ __forceinline__ BlockCodes lean_tile_row(const uint32_t (&w)[8], cons
     if (s4 != s6) {
       // K = k64 / 64 exactly (C2 keeps K below 2^108); the tile bounds of grid_math.h, n = 16.
       const float k6 = num::mul(t6.k64, 0.015625f), k4 = num::mul(t4.k64, 0.015625f);
-      const float bound =
-          num::add(approx_bound<M>(e6, k6, 16.0f), approx_bound<M>(e4, k4, 16.0f));
+      const float bound = num::add(approx_bound<M>(e6, k6, 16.0f), approx_bound<M>(e4, k4, 16.0f));
       if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided (uniform): the exact errors
         grid_values_s(x, t6.inv_s, gv);
-        e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax,
-                                      c.denom, c.rdenom, 64.0f);
+        e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax, c.denom,
+                                      c.rdenom, 64.0f);
         grid_values_s(x, t4.inv_s, gv);
-        e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax,
-                                      c.denom, c.rdenom, 64.0f);
+        e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax, c.denom,
+                                      c.rdenom, 64.0f);
         e6 = tile_error_tree<M>(e6, half_mask);
         e4 = tile_error_tree<M>(e4, half_mask);
       }
@@ -128,7 +136,7 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanTile16MinCtas)
       amax = g < p.num_groups ? p.amax[g] : 0.0f;
     }
     if (!valid || num::bits(amax) != num::bits(gs.amax)) {  // uniform
-      __syncwarp();  // every lane is done with the old table
+      __syncwarp();                                         // every lane is done with the old table
       gs = global_scale(amax, p.bound);
       for (int e = lane; e < 256; e += 32) tab[e] = lean_entry<M>(e, gs, consts);
       valid = true;
