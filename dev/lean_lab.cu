@@ -1,6 +1,7 @@
-// Lab for the bf16 per-tensor rowwise quantizer (dev/, not built by CMake): variants of the loop
-// around lean_block (quantize_lean.cuh) against the general rows kernel, in one process. Every
-// variant's codes and scales are compared bytewise with the rows kernel's (which the CUDA test
+// Lab for the bf16 lean quantizers (dev/, not built by CMake): the lean rows kernel and a
+// tensor-only loop around lean_block (quantize_lean.cuh) against the general rows kernel, and the
+// dev/ lean row+col and 16x16 kernels against the tile kernel, in one process. Every
+// variant's codes and scales are compared bytewise with its reference's (which the CUDA test
 // suite checks against the CPU reference), then timed like bench/bench_quantize.cu (CUDA events,
 // median, two rotating inputs larger than L2) against a device copy measured in the same run.
 //   nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
@@ -31,14 +32,6 @@
 
 namespace f46::cuda {
 
-__device__ __forceinline__ uint4 ldg16(const uint4* p) {
-  uint4 r;
-  asm volatile("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
-               : "l"(p));
-  return r;
-}
-
 template <QuantMode M>
 __device__ __forceinline__ void lab_block(const uint4& a, const uint4& b, const LeanEntry* tab,
                                           const GlobalScale& gs, const ErrorConsts& c,
@@ -65,203 +58,31 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_kernel(const QuantizeP
   uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
   if constexpr (kAhead == 1) {
     uint4 a{}, b{};
-    if (blk < total) a = ldg16(src + 2 * blk), b = ldg16(src + 2 * blk + 1);
+    if (blk < total) a = load_x16(src + 2 * blk), b = load_x16(src + 2 * blk + 1);
     for (; blk < total; blk += stride) {
       const uint4 ca = a, cb = b;
       if (blk + stride < total)
-        a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
+        a = load_x16(src + 2 * (blk + stride)), b = load_x16(src + 2 * (blk + stride) + 1);
       lab_block<M>(ca, cb, s_tab, gs, consts, codes, p.scales, blk);
     }
   } else {
     uint4 a0{}, a1{}, b0{}, b1{};
-    if (blk < total) a0 = ldg16(src + 2 * blk), a1 = ldg16(src + 2 * blk + 1);
+    if (blk < total) a0 = load_x16(src + 2 * blk), a1 = load_x16(src + 2 * blk + 1);
     if (blk + stride < total)
-      b0 = ldg16(src + 2 * (blk + stride)), b1 = ldg16(src + 2 * (blk + stride) + 1);
+      b0 = load_x16(src + 2 * (blk + stride)), b1 = load_x16(src + 2 * (blk + stride) + 1);
     while (blk < total) {
       const int64_t n2 = blk + 2 * stride;
       lab_block<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
-      if (n2 < total) a0 = ldg16(src + 2 * n2), a1 = ldg16(src + 2 * n2 + 1);
+      if (n2 < total) a0 = load_x16(src + 2 * n2), a1 = load_x16(src + 2 * n2 + 1);
       if (blk + stride >= total) break;
       lab_block<M>(b0, b1, s_tab, gs, consts, codes, p.scales, blk + stride);
       const int64_t n3 = blk + 3 * stride;
-      if (n3 < total) b0 = ldg16(src + 2 * n3), b1 = ldg16(src + 2 * n3 + 1);
+      if (n3 < total) b0 = load_x16(src + 2 * n3), b1 = load_x16(src + 2 * n3 + 1);
       blk = n2;
     }
   }
 }
 
-// ---- variant P: software-pipelined head, branch-free fast body --------------------------------
-// The head of a block (amax, both candidate scales, their table entries, the fast-path flag) is
-// computed for block k + 1 in the same basic block as block k's candidate work, so its serial
-// chain (amax tree, Markstein b / 6, conversion, shared loads) overlaps that work; the body has
-// no branch before the rare slow path (non-fast or undecided blocks, out of line).
-struct PipeHead {
-  float b;
-  uint32_t s64;  // scale6 | scale4 << 8
-  LeanEntry t6, t4;
-  bool fast;
-};
-template <QuantMode M>
-__device__ __forceinline__ PipeHead pipe_head(const float (&x)[16], const LeanEntry* tab,
-                                              const GlobalScale& g) {
-  PipeHead h;
-  h.b = block_amax<false>(x, 0u);
-  const float base = num::mul(grid::div6_fast(h.b), g.s_enc);
-  h.s64 = e4m3x2(base, num::mul(base, 1.5f));
-  h.t6 = tab[h.s64 & 0xFFu];
-  h.t4 = tab[(h.s64 >> 8) & 0xFFu];
-  h.fast = grid::div6_fast_ok(h.b) && e4m3x2_ok(base) && h.b < h.t6.limit && h.b < h.t4.limit;
-  return h;
-}
-// The slow path of one block: the reference for blocks outside the fast path, the exact errors
-// for undecided ones.
-template <QuantMode M>
-__device__ __noinline__ BlockCodes pipe_slow(Block16 xb, float b, uint32_t s64, float inv6_s,
-                                             float inv4_s, bool fast, GlobalScale g,
-                                             ErrorConsts c) {
-  float x[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) x[i] = xb.v[i];
-  if (!fast) return reference_block_4over6<M, false>(x, b, g, c, 0u);
-  const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
-  float gv[16];
-  grid_values_s(x, inv6_s, gv);
-  const float e6 = grid::exact_error<rule_of<M>()>(x, gv, e4m3_value(static_cast<uint8_t>(s6)),
-                                                   g.amax, c.denom, c.rdenom, 64.0f);
-  const uint64_t m6 = pack_codes_s(gv);
-  grid_values_s(x, inv4_s, gv);
-  const float e4 = grid::exact_error<rule_of<M>()>(x, gv, e4m3_value(static_cast<uint8_t>(s4)),
-                                                   g.amax, c.denom, c.rdenom, 64.0f);
-  const bool four = num::pick_map4(e4, e6);
-  return BlockCodes{(four ? pack_codes_s(gv) : m6) | sign_nibbles(x),
-                    static_cast<uint8_t>(four ? s4 : s6)};
-}
-template <QuantMode M>
-__device__ __forceinline__ BlockCodes pipe_body(const uint32_t (&w)[8], const float (&x)[16],
-                                                const PipeHead& h, const GlobalScale& g,
-                                                const ErrorConsts& c) {
-  constexpr Rule kRule = rule_of<M>();
-  const uint32_t s6 = h.s64 & 0xFFu, s4 = (h.s64 >> 8) & 0xFFu;
-  float gv[16];
-  grid_values_s(x, h.t6.inv_s, gv);
-  const float e6 = grid::approx_error<kRule>(x, gv, h.t6.k64);
-  const grid::CodeWords a6 = grid::even_odd_s(gv), b6 = grid::even_odd_s(gv + 8);
-  grid_values_s(x, h.t4.inv_s, gv);
-  const float e4 = grid::approx_error<kRule>(x, gv, h.t4.k64);
-  const grid::CodeWords a4 = grid::even_odd_s(gv), b4 = grid::even_odd_s(gv + 8);
-  const float bound = grid::lean_bound<kRule>(e6, e4, h.t6.kterm, h.t4.kterm);
-  const bool decided = s4 == s6 || fabsf(num::sub(e4, e6)) > bound;
-  if (__builtin_expect(!(h.fast && decided), 0)) {
-    Block16 xb;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-    return pipe_slow<M>(xb, h.b, h.s64, h.t6.inv_s, h.t4.inv_s, h.fast, g, c);
-  }
-  const bool four = s4 != s6 && num::pick_map4(e4, e6);
-  const uint32_t lo = grid::or_signs8_bf16(grid::join_s(four ? a4 : a6), w);
-  const uint32_t hi = grid::or_signs8_bf16(grid::join_s(four ? b4 : b6), w + 4);
-  return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
-}
-
-template <QuantMode M, int kThreads, int kMinCtas>
-__global__ void __launch_bounds__(kThreads, kMinCtas) lab_pipe_kernel(const QuantizeParams p) {
-  static_assert(is_error_rule<M>(), "the pipelined body is for the 4/6 rules");
-  __shared__ LeanEntry s_tab[256];
-  const ErrorConsts consts = error_consts(p.bound);
-  const GlobalScale gs = global_scale(p.amax[0], p.bound);
-  fill_lean_table<M>(s_tab, gs, consts);
-  const int64_t total = p.rows * (p.cols / 16);
-  const int64_t stride = int64_t{gridDim.x} * kThreads;
-  int64_t blk = int64_t{blockIdx.x} * kThreads + threadIdx.x;
-  if (blk >= total) return;
-  const uint4* src = static_cast<const uint4*>(p.x);
-  uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
-  // Current block: words w, values x, head h. Next block: raw vectors na, nb (loaded one step
-  // ahead of their head).
-  uint4 a = ldg16(src + 2 * blk), b = ldg16(src + 2 * blk + 1);
-  uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  float x[16];
-  unpack_words(w, x);
-  PipeHead h = pipe_head<M>(x, s_tab, gs);
-  if (blk + stride < total)
-    a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
-  for (;;) {
-    const int64_t next = blk + stride;
-    const bool more = next < total;
-    // Next block's head (garbage past the end, never used).
-    const uint32_t nw[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    float nx[16];
-    unpack_words(nw, nx);
-    const PipeHead nh = pipe_head<M>(nx, s_tab, gs);
-    if (next + stride < total)
-      a = ldg16(src + 2 * (next + stride)), b = ldg16(src + 2 * (next + stride) + 1);
-    const BlockCodes r = pipe_body<M>(w, x, h, gs, consts);
-    codes[blk] = r.codes;
-    p.scales[blk] = r.scale;
-    if (!more) break;
-    blk = next;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) w[i] = nw[i];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) x[i] = nx[i];
-    h = nh;
-  }
-}
-
-// Variant P2: as lab_pipe_kernel, unrolled by two with the stages swapping roles (no moves).
-struct PipeStage {
-  uint32_t w[8];
-  float x[16];
-  PipeHead h;
-};
-template <QuantMode M>
-__device__ __forceinline__ void pipe_fill(PipeStage& s, const uint4& a, const uint4& b,
-                                          const LeanEntry* tab, const GlobalScale& g) {
-  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-#pragma unroll
-  for (int i = 0; i < 8; ++i) s.w[i] = w[i];
-  unpack_words(s.w, s.x);
-  s.h = pipe_head<M>(s.x, tab, g);
-}
-// One step: the next stage from the prefetched vectors (a, b), the following block's vectors
-// loaded, the current stage quantized and stored. False once the current block was the last.
-template <QuantMode M>
-__device__ __forceinline__ bool pipe_step(PipeStage& cur, PipeStage& nxt, uint4& a, uint4& b,
-                                          int64_t& blk, int64_t stride, int64_t total,
-                                          const uint4* src, uint64_t* codes, uint8_t* scales,
-                                          const LeanEntry* tab, const GlobalScale& g,
-                                          const ErrorConsts& c) {
-  const int64_t next = blk + stride;
-  pipe_fill<M>(nxt, a, b, tab, g);
-  if (next + stride < total)
-    a = ldg16(src + 2 * (next + stride)), b = ldg16(src + 2 * (next + stride) + 1);
-  const BlockCodes r = pipe_body<M>(cur.w, cur.x, cur.h, g, c);
-  codes[blk] = r.codes;
-  scales[blk] = r.scale;
-  blk = next;
-  return next < total;
-}
-template <QuantMode M, int kThreads, int kMinCtas>
-__global__ void __launch_bounds__(kThreads, kMinCtas) lab_pipe2_kernel(const QuantizeParams p) {
-  __shared__ LeanEntry s_tab[256];
-  const ErrorConsts consts = error_consts(p.bound);
-  const GlobalScale gs = global_scale(p.amax[0], p.bound);
-  fill_lean_table<M>(s_tab, gs, consts);
-  const int64_t total = p.rows * (p.cols / 16);
-  const int64_t stride = int64_t{gridDim.x} * kThreads;
-  int64_t blk = int64_t{blockIdx.x} * kThreads + threadIdx.x;
-  if (blk >= total) return;
-  const uint4* src = static_cast<const uint4*>(p.x);
-  uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
-  PipeStage s0, s1;
-  uint4 a = ldg16(src + 2 * blk), b = ldg16(src + 2 * blk + 1);
-  pipe_fill<M>(s0, a, b, s_tab, gs);
-  if (blk + stride < total)
-    a = ldg16(src + 2 * (blk + stride)), b = ldg16(src + 2 * (blk + stride) + 1);
-  while (pipe_step<M>(s0, s1, a, b, blk, stride, total, src, codes, p.scales, s_tab, gs, consts) &&
-         pipe_step<M>(s1, s0, a, b, blk, stride, total, src, codes, p.scales, s_tab, gs, consts)) {
-  }
-}
 }  // namespace f46::cuda
 
 namespace {
@@ -341,25 +162,6 @@ std::vector<Variant> variants() {
                }});
   LAB_VARIANT(128, 5, 1)
 #undef LAB_VARIANT
-#define LAB_PIPE(T, C)                                                                      \
-  if constexpr (is_error_rule<M>())                                                         \
-    v.push_back({"pipelined T" #T " C" #C, [](const QuantizeParams& p) {                    \
-                   auto k = lab_pipe_kernel<M, T, C>;                                       \
-                   const int64_t total = p.rows * (p.cols / 16);                            \
-                   const int grid = std::min<int64_t>((total + T - 1) / T, resident(k, T)); \
-                   k<<<grid, T>>>(p);                                                       \
-                 }});
-#undef LAB_PIPE
-#define LAB_PIPE2(T, C)                                                                     \
-  if constexpr (is_error_rule<M>())                                                         \
-    v.push_back({"pipelined x2 T" #T " C" #C, [](const QuantizeParams& p) {                 \
-                   auto k = lab_pipe2_kernel<M, T, C>;                                      \
-                   const int64_t total = p.rows * (p.cols / 16);                            \
-                   const int grid = std::min<int64_t>((total + T - 1) / T, resident(k, T)); \
-                   k<<<grid, T>>>(p);                                                       \
-                 }});
-
-#undef LAB_PIPE2
   return v;
 }
 
