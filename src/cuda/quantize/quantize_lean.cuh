@@ -160,8 +160,8 @@ __device__ __forceinline__ uint4 load_x16(const uint4* p) {
 // step. Per tensor the CTAs take the steps round robin (CTA c: c, c + G, ...); per group each
 // CTA takes a contiguous range [c S / G, (c + 1) S / G), so its table's group changes rarely.
 // Each thread loads its block's 32 bytes straight into registers one step ahead (no shared
-// ring, no barrier in the loop; measured on an H100 2026-12-05, dev/lean_lab.cu: 1.45x the
-// cp.async-ring kernel, the all6 mode at 0.97 of copy bandwidth).
+// ring, no barrier in the loop): 1.17-1.19x the former cp.async-ring form on an H200
+// (2026-12-05, bench/RESULTS.md), its all6 mode at 0.79-0.92 of copy bandwidth.
 template <QuantMode M>
 __global__ void __launch_bounds__(kLeanThreads, kLeanMinCtas)
     quantize_rows_lean_kernel(const QuantizeParams p) {
