@@ -3,8 +3,8 @@
 // quantize suite passed while it was dispatched) at 0.21 of copy for row+col MAE and 0.22 for
 // gradient RNE row+col, against the tile kernel's 0.27-0.29 and 0.45-0.52 in the same run; with
 // a group amax 0.13-0.19 against 0.30-0.35. Its columnwise stores (8 code bytes and 1 scale byte
-// per column and unit, 64 rows of codes_t per warp store) are the likely cause; kept here as
-// the starting point of a lean row+col design with staged columnwise stores.
+// per column and unit, 64 rows of codes_t per warp store) are the first suspect (not profiled);
+// kept here as the starting point of a lean row+col design with staged columnwise stores.
 //
 // The lean rowwise + columnwise kernel: bf16 input, 1x16 blocks, a per-tensor or per-group global
 // amax (the columnwise output may have its own, N1.4), round to nearest, no RHT, cols % 64 == 0,
