@@ -123,7 +123,8 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
     const int64_t seg_rows = (p.pair_cols ? 2 : 1) * kUnitRows;  // band pairs or bands
     l.grid = dim3(grid_x(ceil_div(rows, seg_rows) * ceil_div(cols, kUnitCols), kTileWarps));
   } else {
-    l.grid = dim3(grid_x(rows * (cols / 16), kRowThreads));  // clamped to resident CTAs
+    // One block per thread per step, clamped to resident CTAs at launch.
+    l.grid = dim3(grid_x(rows * (cols / 16), l.lean ? kLeanThreads : kRowThreads));
   }
   const cudaStream_t stream = stream_of(ctx);
   switch (x.dtype) {

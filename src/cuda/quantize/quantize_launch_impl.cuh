@@ -37,8 +37,7 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
     if (l.lean) {
       const unsigned max_ctas =
           resident_ctas(quantize_rows_lean_kernel<M>, kLeanThreads, l.shared_bytes);
-      const int64_t ctas = (p.rows * (p.cols / 16) + kLeanThreads - 1) / kLeanThreads;
-      const dim3 grid(ctas < max_ctas ? static_cast<unsigned>(ctas) : max_ctas);
+      const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
       quantize_rows_lean_kernel<M><<<grid, kLeanThreads, l.shared_bytes, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rows_lean_kernel");
       return;
