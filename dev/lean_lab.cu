@@ -16,19 +16,11 @@
 #include <functional>
 #include <vector>
 
+#include "../bench/bench_util.h"
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "lean_rowcol.cuh"
 #include "lean_tile16.cuh"
-
-#define LAB_CUDA(expr)                                                                           \
-  do {                                                                                           \
-    cudaError_t e_ = (expr);                                                                     \
-    if (e_ != cudaSuccess) {                                                                     \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #expr, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                              \
-    }                                                                                            \
-  } while (0)
 
 namespace f46::cuda {
 
@@ -88,46 +80,17 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_kernel(const QuantizeP
 namespace {
 using namespace f46::cuda;
 
-double median_us(int iters, const std::function<void(int)>& fn) {
-  for (int i = 0; i < 5; ++i) fn(i);
-  std::vector<cudaEvent_t> ev(2 * iters);
-  for (auto& e : ev) LAB_CUDA(cudaEventCreate(&e));
-  for (int i = 0; i < iters; ++i) {
-    LAB_CUDA(cudaEventRecord(ev[2 * i]));
-    fn(i);
-    LAB_CUDA(cudaEventRecord(ev[2 * i + 1]));
-  }
-  LAB_CUDA(cudaDeviceSynchronize());
-  std::vector<double> t;
-  for (int i = 0; i < iters; ++i) {
-    float ms = 0;
-    LAB_CUDA(cudaEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]));
-    t.push_back(ms * 1000.0);
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+double median_us(int iters, const std::function<void(int)>& fn) {  // default stream
+  return f46::bench::median_us(0, iters, fn);
 }
-
-void fill_bf16(void* dev, int64_t n, uint32_t seed) {  // as bench/bench_quantize.cu
-  std::vector<uint16_t> h(n);
-  uint32_t s = seed;
-  for (auto& v : h) {
-    s = s * 1664525u + 1013904223u;
-    const float f = (static_cast<float>(s >> 8) * 5.96e-8f - 0.5f) * 4.0f;
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    v = static_cast<uint16_t>(u >> 16);
-  }
-  LAB_CUDA(cudaMemcpy(dev, h.data(), n * 2, cudaMemcpyHostToDevice));
-}
+using f46::bench::fill_bf16;
 
 template <typename K>
 int resident(K kernel, int threads) {
   int dev = 0, sms = 0, per = 0;
-  LAB_CUDA(cudaGetDevice(&dev));
-  LAB_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  LAB_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, 0));
+  BENCH_CUDA(cudaGetDevice(&dev));
+  BENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  BENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, threads, 0));
   return sms * per;
 }
 
@@ -171,11 +134,11 @@ int main(int argc, char** argv) {
   const int iters = argc > 1 ? std::atoi(argv[1]) : 30;
   const size_t cb = size_t{512} << 20;
   void *ca, *cc;
-  LAB_CUDA(cudaMalloc(&ca, cb));
-  LAB_CUDA(cudaMalloc(&cc, cb));
-  LAB_CUDA(cudaMemset(ca, 0, cb));
+  BENCH_CUDA(cudaMalloc(&ca, cb));
+  BENCH_CUDA(cudaMalloc(&cc, cb));
+  BENCH_CUDA(cudaMemset(ca, 0, cb));
   const double copy_us = median_us(
-      iters, [&](int) { LAB_CUDA(cudaMemcpyAsync(cc, ca, cb, cudaMemcpyDeviceToDevice)); });
+      iters, [&](int) { BENCH_CUDA(cudaMemcpyAsync(cc, ca, cb, cudaMemcpyDeviceToDevice)); });
   const double copy_gbs = 2.0 * cb / copy_us * 1e-3;
   cudaFree(ca);
   cudaFree(cc);
@@ -189,18 +152,18 @@ int main(int argc, char** argv) {
     const int64_t R = sh[0], C = sh[1], n = R * C;
     void* x[2];
     for (int i = 0; i < 2; ++i) {
-      LAB_CUDA(cudaMalloc(&x[i], n * 2));
+      BENCH_CUDA(cudaMalloc(&x[i], n * 2));
       fill_bf16(x[i], n, 17u + i);
     }
     uint8_t *codes, *scales, *ref_codes, *ref_scales;
     float* amax;
-    LAB_CUDA(cudaMalloc(&codes, n / 2));
-    LAB_CUDA(cudaMalloc(&scales, n / 16));
-    LAB_CUDA(cudaMalloc(&ref_codes, n / 2));
-    LAB_CUDA(cudaMalloc(&ref_scales, n / 16));
-    LAB_CUDA(cudaMalloc(&amax, 4));
+    BENCH_CUDA(cudaMalloc(&codes, n / 2));
+    BENCH_CUDA(cudaMalloc(&scales, n / 16));
+    BENCH_CUDA(cudaMalloc(&ref_codes, n / 2));
+    BENCH_CUDA(cudaMalloc(&ref_scales, n / 16));
+    BENCH_CUDA(cudaMalloc(&amax, 4));
     const float a = 3.0f;
-    LAB_CUDA(cudaMemcpy(amax, &a, 4, cudaMemcpyHostToDevice));
+    BENCH_CUDA(cudaMemcpy(amax, &a, 4, cudaMemcpyHostToDevice));
     auto params = [&](int i, uint8_t* c, uint8_t* s) {
       QuantizeParams p;
       p.x = x[i % 2];
@@ -219,20 +182,20 @@ int main(int argc, char** argv) {
     auto run_mode = [&](const char* mode_name, std::vector<Variant> vs, float bound) {
       std::vector<uint8_t> rc(n / 2), rs(n / 16), vc(n / 2), vsc(n / 16);
       for (size_t k = 0; k < vs.size(); ++k) {
-        LAB_CUDA(cudaMemset(codes, 0xAB, n / 2));
-        LAB_CUDA(cudaMemset(scales, 0xAB, n / 16));
+        BENCH_CUDA(cudaMemset(codes, 0xAB, n / 2));
+        BENCH_CUDA(cudaMemset(scales, 0xAB, n / 16));
         QuantizeParams p = params(0, codes, scales);
         p.bound = bound;
         vs[k].launch(p);
-        LAB_CUDA(cudaGetLastError());
-        LAB_CUDA(cudaDeviceSynchronize());
+        BENCH_CUDA(cudaGetLastError());
+        BENCH_CUDA(cudaDeviceSynchronize());
         bool eq = true;
         if (k == 0) {
-          LAB_CUDA(cudaMemcpy(rc.data(), codes, n / 2, cudaMemcpyDeviceToHost));
-          LAB_CUDA(cudaMemcpy(rs.data(), scales, n / 16, cudaMemcpyDeviceToHost));
+          BENCH_CUDA(cudaMemcpy(rc.data(), codes, n / 2, cudaMemcpyDeviceToHost));
+          BENCH_CUDA(cudaMemcpy(rs.data(), scales, n / 16, cudaMemcpyDeviceToHost));
         } else {
-          LAB_CUDA(cudaMemcpy(vc.data(), codes, n / 2, cudaMemcpyDeviceToHost));
-          LAB_CUDA(cudaMemcpy(vsc.data(), scales, n / 16, cudaMemcpyDeviceToHost));
+          BENCH_CUDA(cudaMemcpy(vc.data(), codes, n / 2, cudaMemcpyDeviceToHost));
+          BENCH_CUDA(cudaMemcpy(vsc.data(), scales, n / 16, cudaMemcpyDeviceToHost));
           eq = vc == rc && vsc == rs;
           all_equal = all_equal && eq;
         }
@@ -253,8 +216,8 @@ int main(int argc, char** argv) {
     run_mode("all6", variants<QuantMode::kAll6>(), 256.0f);
     // Row + col: the tile kernel (reference) against the lean row+col kernel.
     uint8_t *codes_t, *scales_t;
-    LAB_CUDA(cudaMalloc(&codes_t, n / 2));
-    LAB_CUDA(cudaMalloc(&scales_t, n / 16));
+    BENCH_CUDA(cudaMalloc(&codes_t, n / 2));
+    BENCH_CUDA(cudaMalloc(&scales_t, n / 16));
     auto run_rc = [&](const char* mode_name, QuantMode m, float bound) {
       std::vector<uint8_t> ref[4], got[4];
       uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
@@ -291,14 +254,14 @@ int main(int argc, char** argv) {
           l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
           launch_quantize<Bf16>(q, l, 0);
         };
-        for (int b = 0; b < 4; ++b) LAB_CUDA(cudaMemset(bufs[b], 0xAB, sizes[b]));
+        for (int b = 0; b < 4; ++b) BENCH_CUDA(cudaMemset(bufs[b], 0xAB, sizes[b]));
         launch(0);
-        LAB_CUDA(cudaDeviceSynchronize());
+        BENCH_CUDA(cudaDeviceSynchronize());
         bool eq = true;
         for (int b = 0; b < 4; ++b) {
           (k == 0 ? ref : got)[b].resize(sizes[b]);
-          LAB_CUDA(cudaMemcpy((k == 0 ? ref : got)[b].data(), bufs[b], sizes[b],
-                              cudaMemcpyDeviceToHost));
+          BENCH_CUDA(cudaMemcpy((k == 0 ? ref : got)[b].data(), bufs[b], sizes[b],
+                                cudaMemcpyDeviceToHost));
           if (k == 1) eq = eq && got[b] == ref[b];
         }
         if (k == 1) all_equal = all_equal && eq;
@@ -334,13 +297,13 @@ int main(int argc, char** argv) {
           l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
           launch_quantize<Bf16>(q, l, 0);
         };
-        LAB_CUDA(cudaMemset(codes, 0xAB, n / 2));
-        LAB_CUDA(cudaMemset(scales, 0xAB, n / 16));
+        BENCH_CUDA(cudaMemset(codes, 0xAB, n / 2));
+        BENCH_CUDA(cudaMemset(scales, 0xAB, n / 16));
         launch(0);
-        LAB_CUDA(cudaDeviceSynchronize());
+        BENCH_CUDA(cudaDeviceSynchronize());
         std::vector<uint8_t> c(n / 2), sc(n / 16);
-        LAB_CUDA(cudaMemcpy(c.data(), codes, n / 2, cudaMemcpyDeviceToHost));
-        LAB_CUDA(cudaMemcpy(sc.data(), scales, n / 16, cudaMemcpyDeviceToHost));
+        BENCH_CUDA(cudaMemcpy(c.data(), codes, n / 2, cudaMemcpyDeviceToHost));
+        BENCH_CUDA(cudaMemcpy(sc.data(), scales, n / 16, cudaMemcpyDeviceToHost));
         bool eq = true;
         if (k == 0)
           rc = c, rs = sc;
