@@ -30,7 +30,9 @@ namespace f46::cuda {
 inline constexpr int kLeanTile16MinCtas = 4;
 
 // Row i of a 16x16 tile (lanes of `half_mask`, one row each) from its 8 raw bf16 words:
-// quantize_block<M, true> with the lean table.
+// quantize_block<M, true> with the lean table. Its plain-rule branch and final code selection
+// repeat lean_block's on purpose: moving them into shared helpers changed the machine code of
+// the device-verified lean rows kernel (cuobjdump, 2026-12-05), which this lab kernel should not.
 template <QuantMode M>
 __device__ __forceinline__ BlockCodes lean_tile_row(const uint32_t (&w)[8], const LeanEntry* tab,
                                                     const GlobalScale& g, const ErrorConsts& c,
