@@ -7,16 +7,22 @@
 //   - one shared table entry per scale byte (LeanEntry) holds inv * 2^-6, K * 64, the bound's K
 //     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
 //     one 16-byte shared load and no per-block multiplies or condition chains;
-//   - signs come from the raw bf16 words (grid::or_signs8_bf16) and are or'ed into the codes;
+//   - the block amax comes from packed bf16 maxima of the raw words (packed_amax), the signs
+//     from byte permutes of the raw words straight into the code words (signed_codes8);
+//   - error rules: both candidates are computed for every block and one branch at the end sends
+//     the blocks the fast path does not admit or decide to lean_slow (out of line);
 //   - the loop has no cursors: block i of the tensor is row-major block i of the outputs, and
-//     each thread loads its next block straight into registers (no shared-memory ring);
+//     each thread loads its next block straight into registers (no shared-memory ring); per
+//     tensor (quantize_rows_lean_tensor_kernel) the loop has no group state, 32-bit indices
+//     and is unrolled by two;
 //   - group scope: the table holds the amax of the group of the step's first block (a step of
 //     kLeanThreads blocks lies in one or a few rows, and the steps walk the rows in order), so it
 //     is refilled (uniform, two barriers) only when that amax changes; a block of a later group
 //     inside a step that straddles a group boundary takes lean_block_own (the general fast
 //     path, its scale entries computed per block).
-// The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*.cpp:
-// the bf16 per-tensor rowwise cases, and CudaQuantizeEdge.LeanGroupScope for group scope).
+// The CUDA tests compare both kernels bitwise with the CPU reference
+// (tests/cpp/cuda/test_cuda_quantize*.cpp: the bf16 per-tensor rowwise cases go to the tensor
+// kernel, CudaQuantizeEdge.LeanGroupScope and the group-scope cases to the other).
 #pragma once
 
 #include <cstdint>
@@ -61,6 +67,61 @@ __device__ __forceinline__ void unpack_words(const uint32_t (&w)[8], float (&x)[
   }
 }
 
+// Block amax (N9) of 16 bf16 values from their raw words: max |.| of bf16 pairs (NaN if either
+// is NaN; the sign bits of the result are junk, masked), then of the two halves. Equal to
+// block_amax on the unpacked values except for a NaN's payload, which no output depends on.
+__device__ __forceinline__ uint32_t bf16x2_absmax(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+}
+__device__ __forceinline__ float packed_amax(const uint32_t (&w)[8]) {
+  const uint32_t m =
+      bf16x2_absmax(bf16x2_absmax(bf16x2_absmax(w[0], w[1]), bf16x2_absmax(w[2], w[3])),
+                    bf16x2_absmax(bf16x2_absmax(w[4], w[5]), bf16x2_absmax(w[6], w[7])));
+  return max_nan(num::from_bits(m & 0x7FFF0000u), fabsf(num::from_bits(m << 16)));
+}
+
+// Codes of 8 elements with their signs, from the chosen candidate's E4M3 code words (even:
+// bytes 4 c0, 4 c2, 4 c4, 4 c6; odd: 4 c1, ..., grid::even_odd_s) and the raw bf16 words
+// w[0..3] (element 2j in the low half of w[j]): each element's sign goes to bit 5 of its byte
+// (byte permutes with sign replication, masked), then (even >> 2) + (odd << 2) moves bit 5 to
+// bit 3 / bit 7 of the element's nibble. Equal to grid::or_signs8_bf16(grid::join_s(c), w).
+__device__ __forceinline__ uint32_t prmt_sext(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t r;  // selector nibbles >= 8: the selected byte's sign bit replicated over the byte
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
+  return r;
+}
+__device__ __forceinline__ uint32_t signed_codes8(grid::CodeWords c, const uint32_t* w) {
+  const uint32_t p = __byte_perm(w[0], w[1], 0x7351u), q = __byte_perm(w[2], w[3], 0x7351u);
+  const uint32_t se = prmt_sext(p, q, 0xDC98u), so = prmt_sext(p, q, 0xFEBAu);  // 0x00 / 0xFF
+  return ((c.even | (se & 0x20202020u)) >> 2) + ((c.odd | (so & 0x20202020u)) << 2);
+}
+
+// The blocks of an error rule that lean_block does not finish: not admitted by the fast path
+// (`fast` false: the reference path) or admitted and undecided by the approximate errors (the
+// exact errors, then the chosen candidate's codes). Out of line: rare.
+template <QuantMode M>
+__device__ __noinline__ BlockCodes lean_slow(const Block16 xb, float b, const GlobalScale g,
+                                             const ErrorConsts c, bool fast, uint32_t s6,
+                                             uint32_t s4, float inv6_s, float inv4_s) {
+  constexpr Rule kRule = rule_of<M>();
+  float x[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) x[i] = xb.v[i];
+  if (!fast) return reference_block_4over6<M, false>(x, b, g, c, 0u);
+  float gv[16];
+  grid_values_s(x, inv6_s, gv);
+  const float e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax,
+                                            c.denom, c.rdenom, 64.0f);
+  grid_values_s(x, inv4_s, gv);
+  const float e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax,
+                                            c.denom, c.rdenom, 64.0f);
+  const bool four = num::pick_map4(e4, e6);
+  grid_values_s(x, four ? inv4_s : inv6_s, gv);
+  return BlockCodes{pack_codes_s(gv) | sign_nibbles(x), static_cast<uint8_t>(four ? s4 : s6)};
+}
+
 // One 1x16 block from its 8 raw bf16 words (element 2j low half of w[j]); quantize_block's
 // fast path with the table's constants, the reference path for the blocks it does not admit.
 template <QuantMode M>
@@ -69,7 +130,7 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
   constexpr Rule kRule = rule_of<M>();
   float x[16];
   unpack_words(w, x);
-  const float b = block_amax<false>(x, 0u);
+  const float b = packed_amax(w);
   if constexpr (!is_error_rule<M>()) {
     const uint8_t scale = plain_scale<M>(b, g);
     const LeanEntry t = tab[scale];
@@ -81,43 +142,41 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
     }
     float gv[16];
     grid_values_s(x, t.inv_s, gv);
-    const uint32_t lo = grid::or_signs8_bf16(grid::pack_codes8_s(gv), w);
-    const uint32_t hi = grid::or_signs8_bf16(grid::pack_codes8_s(gv + 8), w + 4);
+    const uint32_t lo = signed_codes8(grid::even_odd_s(gv), w);
+    const uint32_t hi = signed_codes8(grid::even_odd_s(gv + 8), w + 4);
     return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), scale};
   } else {
     // The candidate scales (N3.1) by the fast formulas, their entries; `fast`: the block meets
-    // C1 and C2 for both (b < limit) and the fast formulas hold (b = 0 or b >= 2^-100 for the
-    // Markstein b / 6, base < 2^100 for the conversion).
+    // C1 and C2 for both (b < limit) and b/6 by Markstein holds (b = 0 or b >= 2^-100). The
+    // conversion needs no range check: it saturates every base >= 448 (+Inf too) to 0x7E and
+    // gives 0x7F for NaN, as e4m3_from_float(min(base, 448)) does (base >= 0 or NaN).
     const float base = num::mul(grid::div6_fast(b), g.s_enc);
     const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
     const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
     const LeanEntry t6 = tab[s6], t4 = tab[s4];
-    const bool fast = grid::div6_fast_ok(b) && e4m3x2_ok(base) && b < t6.limit && b < t4.limit;
-    if (!fast) return reference_block_4over6<M, false>(x, b, g, c, 0u);
-    // One candidate after the other, keeping only its error and code words (fewer registers
-    // live: more resident warps); the rare undecided block computes its grid values again.
+    const bool fast = grid::div6_fast_ok(b) & (b < t6.limit) & (b < t4.limit);  // no branches
+    // Both candidates for every block, one after the other keeping only its error and code
+    // words (fewer registers live); then one branch for the blocks not admitted or undecided.
     float gv[16];
     grid_values_s(x, t6.inv_s, gv);
-    float e6 = grid::approx_error<kRule>(x, gv, t6.k64);
+    const float e6 = grid::approx_error<kRule>(x, gv, t6.k64);
     const grid::CodeWords a6 = grid::even_odd_s(gv), b6 = grid::even_odd_s(gv + 8);
     grid_values_s(x, t4.inv_s, gv);
-    float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
+    const float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
     const grid::CodeWords a4 = grid::even_odd_s(gv), b4 = grid::even_odd_s(gv + 8);
-    bool four = false;
-    if (s4 != s6) {  // equal scales give equal errors: 6
-      const float bound = grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm);
-      if (!(fabsf(num::sub(e4, e6)) > bound)) {  // undecided: the exact errors
-        grid_values_s(x, t6.inv_s, gv);
-        e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax, c.denom,
-                                      c.rdenom, 64.0f);
-        grid_values_s(x, t4.inv_s, gv);
-        e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax, c.denom,
-                                      c.rdenom, 64.0f);
-      }
-      four = num::pick_map4(e4, e6);
+    // Equal scales give equal errors: 6, never undecided.
+    const bool undecided =
+        s4 != s6 &&
+        !(fabsf(num::sub(e4, e6)) > grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
+    if (!fast || undecided) {
+      Block16 xb;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+      return lean_slow<M>(xb, b, g, c, fast, s6, s4, t6.inv_s, t4.inv_s);
     }
-    const uint32_t lo = grid::or_signs8_bf16(grid::join_s(four ? a4 : a6), w);
-    const uint32_t hi = grid::or_signs8_bf16(grid::join_s(four ? b4 : b6), w + 4);
+    const bool four = num::pick_map4(e4, e6);
+    const uint32_t lo = signed_codes8(four ? a4 : a6, w);
+    const uint32_t hi = signed_codes8(four ? b4 : b6, w + 4);
     return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
   }
 }
@@ -226,6 +285,40 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanMinCtas)
       codes[blk] = r.codes;
       p.scales[blk] = r.scale;
     }
+  }
+}
+
+// Per-tensor scope, fewer than 2^31 blocks: the same blocks without the group-scope checks,
+// 32-bit block indices, grid-stride (thread t of the grid: blocks t, t + S, ...), the loop
+// unrolled by two so the next block's registers alternate between two sets (nothing copied).
+template <QuantMode M>
+__global__ void __launch_bounds__(kLeanThreads, kLeanTensorMinCtas)
+    quantize_rows_lean_tensor_kernel(const QuantizeParams p) {
+  __shared__ LeanEntry s_tab[256];
+  const ErrorConsts consts = error_consts(p.bound);
+  const GlobalScale gs = global_scale(p.amax[0], p.bound);
+  fill_lean_table<M>(s_tab, gs, consts);
+  const uint32_t total = static_cast<uint32_t>(p.rows * (p.cols / 16));  // < 2^31 (host)
+  const uint32_t stride = gridDim.x * kLeanThreads;
+  uint32_t blk = blockIdx.x * kLeanThreads + threadIdx.x;
+  const uint4* src = static_cast<const uint4*>(p.x);
+  uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
+  auto block = [&](const uint4& a, const uint4& b, uint32_t i) {
+    const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    const BlockCodes r = lean_block<M>(w, s_tab, gs, consts);
+    codes[i] = r.codes;
+    p.scales[i] = r.scale;
+  };
+  uint4 a0{}, a1{}, b0{}, b1{};
+  if (blk < total) a0 = load_x16(src + 2 * blk), a1 = load_x16(src + 2 * blk + 1);
+  while (blk < total) {
+    const uint32_t nb = blk + stride;  // < 2^32: total < 2^31 and stride < 2^31
+    if (nb < total) b0 = load_x16(src + 2 * nb), b1 = load_x16(src + 2 * nb + 1);
+    block(a0, a1, blk);
+    if (nb >= total) break;
+    blk = nb + stride;
+    if (blk < total) a0 = load_x16(src + 2 * blk), a1 = load_x16(src + 2 * blk + 1);
+    block(b0, b1, nb);
   }
 }
 
