@@ -1,6 +1,6 @@
 // Lab for the bf16 lean quantizers (dev/, not built by CMake): the lean rows kernel and a
 // tensor-only loop around lean_block (quantize_lean.cuh) against the general rows kernel, and the
-// dev/ lean row+col kernel and the lean 16x16 kernel against the tile kernel, in one process. Every
+// dev/ lean row+col and 16x16 kernels against the tile kernel, in one process. Every
 // variant's codes and scales are compared bytewise with its reference's (which the CUDA test
 // suite checks against the CPU reference), then timed like bench/bench_quantize.cu (CUDA events,
 // median, two rotating inputs larger than L2) against a device copy measured in the same run.
@@ -20,6 +20,7 @@
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "lean_rowcol.cuh"
+#include "lean_tile16.cuh"
 
 namespace f46::cuda {
 
@@ -71,42 +72,6 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_kernel(const QuantizeP
       if (n3 < total) b0 = load_x16(src + 2 * n3), b1 = load_x16(src + 2 * n3 + 1);
       blk = n2;
     }
-  }
-}
-
-// Tensor-only loop unrolled by two (the next block alternates between two register sets, so
-// nothing is copied per block), block indices of type I, kMinCtas CTAs per SM: the loop of
-// quantize_rows_lean_tensor_kernel with its parameters open.
-template <QuantMode M>
-__device__ __forceinline__ void lab2_block(const uint4& a, const uint4& b, const LeanEntry* tab,
-                                           const GlobalScale& gs, const ErrorConsts& c,
-                                           uint64_t* codes, uint8_t* scales, int64_t blk) {
-  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  const BlockCodes r = lean_block<M>(w, tab, gs, c);
-  codes[blk] = r.codes;
-  scales[blk] = r.scale;
-}
-template <QuantMode M, int kThreads, int kMinCtas, typename I>
-__global__ void __launch_bounds__(kThreads, kMinCtas) lab2_kernel(const QuantizeParams p) {
-  __shared__ LeanEntry s_tab[256];
-  const ErrorConsts consts = error_consts(p.bound);
-  const GlobalScale gs = global_scale(p.amax[0], p.bound);
-  fill_lean_table<M>(s_tab, gs, consts);
-  const I total = static_cast<I>(p.rows * (p.cols / 16));  // I = uint32_t: < 2^32 blocks
-  const I stride = static_cast<I>(gridDim.x) * kThreads;
-  I blk = static_cast<I>(blockIdx.x) * kThreads + threadIdx.x;
-  const uint4* src = static_cast<const uint4*>(p.x);
-  uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
-  uint4 a0{}, a1{}, b0{}, b1{};
-  if (blk < total) a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
-  while (blk < total) {
-    const I nb = blk + stride;
-    if (nb < total) b0 = load_x16(src + 2 * int64_t{nb}), b1 = load_x16(src + 2 * int64_t{nb} + 1);
-    lab2_block<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
-    if (nb >= total) break;
-    blk = nb + stride;
-    if (blk < total) a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
-    lab2_block<M>(b0, b1, s_tab, gs, consts, codes, p.scales, nb);
   }
 }
 
@@ -167,18 +132,13 @@ std::vector<Variant> variants() {
                }});
   LAB_VARIANT(128, 5, 1)
 #undef LAB_VARIANT
-#define LAB2_VARIANT(T, C, I)                                                             \
-  v.push_back({"unroll2 T" #T " C" #C " " #I, [](const QuantizeParams& p) {             \
-                 auto k = lab2_kernel<M, T, C, I>;                                        \
-                 const int64_t total = p.rows * (p.cols / 16);                            \
-                 const int grid = std::min<int64_t>((total + T - 1) / T, resident(k, T)); \
-                 k<<<grid, T>>>(p);                                                       \
+  v.push_back({"lean tensor kernel, 6 CTAs", [](const QuantizeParams& p) {
+                 auto k = quantize_rows_lean_tensor_kernel<M, 6>;
+                 const int64_t total = p.rows * (p.cols / 16);
+                 const int grid = std::min<int64_t>((total + kLeanThreads - 1) / kLeanThreads,
+                                                    resident(k, kLeanThreads));
+                 k<<<grid, kLeanThreads>>>(p);
                }});
-  LAB2_VARIANT(128, 5, int64_t)
-  LAB2_VARIANT(128, 5, uint32_t)
-  LAB2_VARIANT(128, 6, uint32_t)
-  LAB2_VARIANT(256, 3, uint32_t)
-#undef LAB2_VARIANT
   return v;
 }
 
@@ -330,14 +290,15 @@ int main(int argc, char** argv) {
       }
     };
     run_rc("MAE", QuantMode::kMAE, 256.0f);
-    {  // 16x16 MAE rowwise: the tile kernel (reference) against quantize_lean_tile16.cuh
+    {  // 16x16 MAE rowwise: the tile kernel (reference) against dev/lean_tile16.cuh
       std::vector<uint8_t> rc(n / 2), rs(n / 16);
-      for (int k = 0; k < 2; ++k) {
+      for (int k = 0; k < 3; ++k) {
         auto launch = [&](int i) {
           QuantizeParams q = params(i, codes, scales);
           q.wide_rows = true;
-          if (k == 1) {
-            auto kernel = quantize_tile16_lean_kernel<QuantMode::kMAE>;
+          if (k >= 1) {
+            auto kernel = k == 1 ? quantize_tile16_lean_kernel<QuantMode::kMAE>
+                                 : quantize_tile16_lean_kernel<QuantMode::kMAE, 5>;
             const int64_t steps = R / 16 * (C / 32);
             const int grid =
                 std::min<int64_t>((steps + kLeanThreads / 32 - 1) / (kLeanThreads / 32),
@@ -367,7 +328,9 @@ int main(int argc, char** argv) {
         const double us = median_us(iters, launch);
         const double bytes = 2.0 * n + n / 2.0 + n / 16.0;
         std::printf("| %s | 16x16 MAE | %lldx%lld | %.1f | %.3f | %s |\n",
-                    k == 0 ? "tile kernel (reference)" : "lean 16x16 kernel (src)", (long long)R,
+                    k == 0 ? "tile kernel (reference)"
+                           : (k == 1 ? "lean 16x16 kernel (dev)" : "lean 16x16 kernel, 5 CTAs"),
+                    (long long)R,
                     (long long)C, us, bytes / us * 1e-3 / copy_gbs,
                     k == 0 ? "ref" : (eq ? "yes" : "NO"));
         std::fflush(stdout);

@@ -119,12 +119,6 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && lean_scope && p.vec_load &&
            (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
            p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
-  // The lean 16x16 kernel: bf16, rowwise only, tensor or group amax, round to nearest, no RHT,
-  // whole pairs of tiles per row, 16-byte aligned rows of x, fewer than 2^31 steps.
-  l.lean_tile16 = x.dtype == DType::kBFloat16 && tile16 && cfg.rowwise && !cfg.columnwise &&
-                  p.scope != ScopeKind::kRow && cols % 32 == 0 && p.vec_load &&
-                  p.x_stride % 8 == 0 && !p.stochastic && !p.rht_rowwise &&
-                  rows / 16 * (cols / 32) < (int64_t{1} << 31);
   if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
     const int64_t seg_rows = (p.pair_cols ? 2 : 1) * kUnitRows;  // band pairs or bands
     l.grid = dim3(grid_x(ceil_div(rows, seg_rows) * ceil_div(cols, kUnitCols), kTileWarps));

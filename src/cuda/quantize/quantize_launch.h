@@ -15,7 +15,6 @@ struct QuantizeLaunch {
   bool tile_kernel = false;  // false: quantize_rows_kernel
   bool tile16 = false;       // 16x16 blocks (tile kernel only)
   bool lean = false;         // bf16 rows kernel case of quantize_rows_lean_kernel
-  bool lean_tile16 = false;  // bf16 tile kernel case of quantize_tile16_lean_kernel
   size_t shared_bytes = 0;   // staged group offsets
   dim3 grid;
 };

@@ -6,7 +6,6 @@
 #include "cuda/common/cuda_check.h"
 #include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_lean.cuh"
-#include "cuda/quantize/quantize_lean_tile16.cuh"
 #include "cuda/quantize/quantize_rows_kernel.cuh"
 #include "cuda/quantize/quantize_tile_kernel.cuh"
 
@@ -48,16 +47,6 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
       const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
       quantize_rows_lean_kernel<M><<<grid, kLeanThreads, l.shared_bytes, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rows_lean_kernel");
-      return;
-    }
-    if (l.lean_tile16) {  // steps of 16 x 32, one per warp at a time
-      const unsigned max_ctas =
-          resident_ctas(quantize_tile16_lean_kernel<M>, kLeanThreads, l.shared_bytes);
-      const int64_t steps = p.rows / 16 * (p.cols / 32);
-      const int64_t ctas = (steps + kLeanThreads / 32 - 1) / (kLeanThreads / 32);
-      const dim3 grid(ctas < max_ctas ? static_cast<unsigned>(ctas) : max_ctas);
-      quantize_tile16_lean_kernel<M><<<grid, kLeanThreads, l.shared_bytes, stream>>>(p);
-      F46_CHECK_LAUNCH("quantize_tile16_lean_kernel");
       return;
     }
   }

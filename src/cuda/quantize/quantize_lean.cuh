@@ -288,11 +288,22 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanMinCtas)
   }
 }
 
+// lean_block of block i from its 32 bytes (a, b), stored.
+template <QuantMode M>
+__device__ __forceinline__ void lean_store(const uint4& a, const uint4& b, const LeanEntry* tab,
+                                           const GlobalScale& gs, const ErrorConsts& c,
+                                           uint64_t* codes, uint8_t* scales, int64_t i) {
+  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  const BlockCodes r = lean_block<M>(w, tab, gs, c);
+  codes[i] = r.codes;
+  scales[i] = r.scale;
+}
+
 // Per-tensor scope, fewer than 2^31 blocks: the same blocks without the group-scope checks,
 // 32-bit block indices, grid-stride (thread t of the grid: blocks t, t + S, ...), the loop
 // unrolled by two so the next block's registers alternate between two sets (nothing copied).
-template <QuantMode M>
-__global__ void __launch_bounds__(kLeanThreads, kLeanTensorMinCtas)
+template <QuantMode M, int kMinCtas = kLeanTensorMinCtas>  // kMinCtas: open for dev/lean_lab.cu
+__global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_rows_lean_tensor_kernel(const QuantizeParams p) {
   __shared__ LeanEntry s_tab[256];
   const ErrorConsts consts = error_consts(p.bound);
@@ -303,22 +314,16 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanTensorMinCtas)
   uint32_t blk = blockIdx.x * kLeanThreads + threadIdx.x;
   const uint4* src = static_cast<const uint4*>(p.x);
   uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
-  auto block = [&](const uint4& a, const uint4& b, uint32_t i) {
-    const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    const BlockCodes r = lean_block<M>(w, s_tab, gs, consts);
-    codes[i] = r.codes;
-    p.scales[i] = r.scale;
-  };
   uint4 a0{}, a1{}, b0{}, b1{};
-  if (blk < total) a0 = load_x16(src + 2 * blk), a1 = load_x16(src + 2 * blk + 1);
+  if (blk < total) a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
   while (blk < total) {
     const uint32_t nb = blk + stride;  // < 2^32: total < 2^31 and stride < 2^31
-    if (nb < total) b0 = load_x16(src + 2 * nb), b1 = load_x16(src + 2 * nb + 1);
-    block(a0, a1, blk);
+    if (nb < total) b0 = load_x16(src + 2 * int64_t{nb}), b1 = load_x16(src + 2 * int64_t{nb} + 1);
+    lean_store<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
     if (nb >= total) break;
     blk = nb + stride;
-    if (blk < total) a0 = load_x16(src + 2 * blk), a1 = load_x16(src + 2 * blk + 1);
-    block(b0, b1, nb);
+    if (blk < total) a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
+    lean_store<M>(b0, b1, s_tab, gs, consts, codes, p.scales, nb);
   }
 }
 

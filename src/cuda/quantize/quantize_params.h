@@ -58,9 +58,6 @@ inline constexpr int kLeanMinCtas = 5;
 // Its per-tensor form (quantize_rows_lean_tensor_kernel): no group state (5 CTAs measured 2 %
 // faster than 6 on an H100, dev/lean_lab.cu 2026-12-05).
 inline constexpr int kLeanTensorMinCtas = 5;
-// The lean 16x16 kernel (quantize_lean_tile16.cuh): kLeanThreads per CTA, registers bounded
-// for this many CTAs per SM.
-inline constexpr int kLeanTile16MinCtas = 4;
 // Group scope takes the lean kernel when the groups average at least this many steps of
 // kLeanThreads blocks (512 blocks, as with the former 2 steps of 256).
 inline constexpr int kLeanGroupSteps = 4;

@@ -1,9 +1,16 @@
+// LAB KERNEL, not in the library (dev/): measured on an H100 2026-12-05 (dev/gpu_lean.sh, the
+// 16x16 section of dev/lean_lab.cu, bytewise equal to the tile kernel; the whole CUDA quantize
+// suite passed while it was dispatched) at 0.54 / 0.53 / 0.53 of copy for '16x16 weights MAE'
+// against the tile kernel's 0.53 / 0.54 / 0.53 in the same run: no gain, so the tile kernel
+// serves 16x16. (Its first version, 2026-12-05 morning, had 64-bit divisions in the loop and
+// ran at 0.35-0.39 on the H200.)
+//
 // The lean 16x16 kernel: bf16 input, 16x16 blocks (weights, N1.4), rowwise output only, a
 // per-tensor or per-group global amax, round to nearest, no RHT, cols % 32 == 0, fewer than
-// 2^31 steps: the weights of training, quantized every step. Same arithmetic and results as the
-// tile kernel (quantize_tile_kernel.cuh, quantize_block<M, true>), in the lean form of
-// quantize_lean.cuh: the LeanEntry table per scale byte, packed block amax, signs from the raw
-// bf16 words, each lane loading its row's 32 bytes straight into registers one step ahead.
+// 2^31 steps. Same arithmetic and results as the tile kernel (quantize_tile_kernel.cuh,
+// quantize_block<M, true>), in the lean form of quantize_lean.cuh: the LeanEntry table per
+// scale byte, packed block amax, signs from the raw bf16 words, each lane loading its row's 32
+// bytes straight into registers one step ahead.
 //
 // Work: steps of 16 rows x 32 columns (two tiles side by side), one per warp at a time; lane
 // 16 h + i holds row i of tile h. Per tensor the warps take the steps round robin, per group
@@ -12,7 +19,6 @@
 // amax and its error tree (N3.4) are shuffles within the half-warp, so every decision is uniform
 // over the tile. A tile takes the amax of its first row (for valid offsets, multiples of 16,
 // every row of a tile is in one group).
-// Tests: CudaQuantizeLarge.Tile16Wide and the bf16 16x16 rowwise cases of the CUDA suite.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +27,9 @@
 #include "cuda/quantize/quantize_lean.cuh"
 
 namespace f46::cuda {
+
+// Registers bounded for this many CTAs per SM (5: 96 registers, measured 5 % slower).
+inline constexpr int kLeanTile16MinCtas = 4;
 
 // The tiles lean_tile_row does not finish (uniform over the half-warp): not admitted by the fast
 // path (the reference path) or undecided by the approximate errors (exact errors, tree, choice).
@@ -111,8 +120,8 @@ struct Tile16Pos {
   uint32_t tr, pc;
 };
 
-template <QuantMode M>
-__global__ void __launch_bounds__(kLeanThreads, kLeanTile16MinCtas)
+template <QuantMode M, int kMinCtas = kLeanTile16MinCtas>  // kMinCtas: open for dev/lean_lab.cu
+__global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_tile16_lean_kernel(const QuantizeParams p) {
   constexpr int kWarps = kLeanThreads / 32;
   __shared__ LeanEntry s_tab[kWarps][256];  // per warp
