@@ -3,7 +3,7 @@
 # quantize tests bitwise vs the CPU reference, bench_quantize, the loop lab (dev/lean_lab.cu:
 # the lean kernels against the rows / tile kernels, bytewise, same run), then memcheck +
 # racecheck (all through dev/gpu_quantize.sh). Logs under $OUT.
-#   OUT=... dev/gpu_lean.sh
+#   OUT=... [T_TESTS= T_BENCH= T_LAB= (0: no lab) LAB_ITERS= T_NCU= (needs the lab) T_SAN=] dev/gpu_lean.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-$PWD/gpu-out}
@@ -12,10 +12,12 @@ export BUILD=${BUILD:-build-gpu} T_TESTS=${T_TESTS:-170} T_SAN=${T_SAN:-80} T_BE
 bash dev/gpu_quantize.sh tests 2>&1 | tee "$OUT/gq_tests.log" | tail -25
 bash dev/gpu_quantize.sh bench > "$OUT/gq_bench.log" 2>&1
 grep -E "copy|^\| |geometric" "$OUT/gq_bench.log"
-nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
-  dev/lean_lab.cu -o /tmp/lean_lab && timeout "${T_LAB:-120}" /tmp/lean_lab ${LAB_ITERS:-30} > "$OUT/lab.log" 2>&1
-echo "lab rc=$?"
-grep -E "^\| |copy|equal" "$OUT/lab.log" | grep -v "^| variant\|^|---" | head -60
+if [ "${T_LAB:-120}" != 0 ]; then  # T_LAB=0: no lab
+  nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
+    dev/lean_lab.cu -o /tmp/lean_lab && timeout "${T_LAB:-120}" /tmp/lean_lab ${LAB_ITERS:-30} > "$OUT/lab.log" 2>&1
+  echo "lab rc=$?"
+  grep -E "^\| |copy|equal" "$OUT/lab.log" | grep -v "^| variant\|^|---" | head -60
+fi
 if [ -n "${T_NCU:-}" ]; then  # Nsight Compute on the lab's lean tensor kernel (MAE, first shape)
   LAB_MAE_ONLY=1 timeout "$T_NCU" ncu --clock-control none --kernel-name-base mangled \
     -k "regex:${NCU_KERNEL:-quantize_rows_lean_tensor_kernelILNS0_9QuantModeE0}" -s 2 -c 1 \
