@@ -19,6 +19,7 @@
 #include "../bench/bench_util.h"
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
+#include "lean_pipe.cuh"
 #include "lean_rowcol.cuh"
 #include "lean_tile16.cuh"
 
@@ -132,6 +133,19 @@ std::vector<Variant> variants() {
                }});
   LAB_VARIANT(128, 5, 1)
 #undef LAB_VARIANT
+  if constexpr (is_error_rule<M>()) {
+#define PIPE_VARIANT(C)                                                                   \
+  v.push_back({"pipelined head C" #C, [](const QuantizeParams& p) {                      \
+                 auto k = lean_pipe_kernel<M, C>;                                         \
+                 const int64_t total = p.rows * (p.cols / 16);                            \
+                 const int grid = std::min<int64_t>((total + kLeanThreads - 1) / kLeanThreads, \
+                                                    resident(k, kLeanThreads));          \
+                 k<<<grid, kLeanThreads>>>(p);                                            \
+               }});
+    PIPE_VARIANT(5)
+    PIPE_VARIANT(4)
+#undef PIPE_VARIANT
+  }
   v.push_back({"lean tensor kernel, 6 CTAs", [](const QuantizeParams& p) {
                  auto k = quantize_rows_lean_tensor_kernel<M, 6>;
                  const int64_t total = p.rows * (p.cols / 16);
@@ -228,6 +242,7 @@ int main(int argc, char** argv) {
     run_mode("MAE", variants<QuantMode::kMAE>(), 256.0f);
     if (std::getenv("LAB_MAE_ONLY")) return all_equal ? 0 : 1;  // (profiling: one shape, MAE)
     run_mode("MSE", variants<QuantMode::kMSE>(), 256.0f);
+    if (std::getenv("LAB_ROWS_ONLY")) continue;  // rowwise MAE / MSE only
     run_mode("all6", variants<QuantMode::kAll6>(), 256.0f);
     // Row + col: the tile kernel (reference) against the lean row+col kernel.
     uint8_t *codes_t, *scales_t;
