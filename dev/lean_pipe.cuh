@@ -1,4 +1,9 @@
-// LAB KERNEL, not in the library (dev/): the per-tensor lean rows loop with the table lookup of
+// LAB KERNEL, not in the library (dev/): measured SLOWER on an H100 2026-12-05 (dev/lean_lab.cu
+// with LAB_ROWS_ONLY=1, bytewise equal): MAE 0.64 / 0.71 / 0.71 of copy at 5 CTAs (spills) and
+// 0.68 / 0.74 / 0.75 at 4, against the landed lean tensor kernel's 0.75 / 0.84 / 0.84 in the
+// same run. More live registers (or fewer warps) cost more than the earlier lookup saves.
+//
+// The per-tensor lean rows loop with the table lookup of
 // the next block moved ahead. Nsight Compute (bench/RESULTS.md, 2026-12-05 afternoon) has a
 // third of the lean tensor kernel's stall cycles on the shared-memory load of the scale-table
 // entries, which every block's candidates wait for. Here a block is cut into three parts:
