@@ -77,8 +77,8 @@ __device__ __forceinline__ BlockCodes lean_finish(const uint32_t (&w)[8], const 
     return lean_slow<M>(xb, h.b, g, c, fast, h.s6, h.s4, h.t6.inv_s, h.t4.inv_s);
   }
   const bool four = num::pick_map4(r.e4, r.e6);
-  const uint32_t lo = signed_codes8(four ? r.a4 : r.a6, w);
-  const uint32_t hi = signed_codes8(four ? r.b4 : r.b6, w + 4);
+  const uint32_t lo = grid::signed_codes8(four ? r.a4 : r.a6, w);
+  const uint32_t hi = grid::signed_codes8(four ? r.b4 : r.b6, w + 4);
   return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? h.s4 : h.s6)};
 }
 

@@ -80,8 +80,8 @@ __device__ __forceinline__ BlockCodes lean_tile_row(const uint32_t (&w)[8], cons
     }
     float gv[16];
     grid_values_s(x, t.inv_s, gv);
-    const uint32_t lo = signed_codes8(grid::even_odd_s(gv), w);
-    const uint32_t hi = signed_codes8(grid::even_odd_s(gv + 8), w + 4);
+    const uint32_t lo = grid::signed_codes8(grid::even_odd_s(gv), w);
+    const uint32_t hi = grid::signed_codes8(grid::even_odd_s(gv + 8), w + 4);
     return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), scale};
   } else {
     const float base = num::mul(grid::div6_fast(b), g.s_enc);  // as lean_block
@@ -109,8 +109,8 @@ __device__ __forceinline__ BlockCodes lean_tile_row(const uint32_t (&w)[8], cons
       return lean_tile_slow<M>(xb, b, g, c, fast, s6, s4, t6.inv_s, t4.inv_s, half_mask);
     }
     const bool four = num::pick_map4(e4, e6);  // equal scales: equal errors, 6
-    const uint32_t lo = signed_codes8(four ? a4 : a6, w);
-    const uint32_t hi = signed_codes8(four ? b4 : b6, w + 4);
+    const uint32_t lo = grid::signed_codes8(four ? a4 : a6, w);
+    const uint32_t hi = grid::signed_codes8(four ? b4 : b6, w + 4);
     return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
   }
 }

@@ -163,6 +163,36 @@ F46_HD uint32_t or_signs8_bf16(uint32_t codes, const uint32_t* w) {
   return codes | (z & 0x80808080u) | ((x >> 4) & 0x08080808u);
 }
 
+// prmt.b32 in its default mode: byte i of the result is byte (nibble i of s) & 7 of y:x; a
+// nibble with bit 3 set replicates that byte's sign bit over the whole result byte.
+F46_HD uint32_t prmt(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(y), "r"(s));
+  return r;
+#else
+  const uint64_t v = x | (static_cast<uint64_t>(y) << 32);
+  uint32_t r = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t n = (s >> (4 * i)) & 15u;
+    uint32_t b = static_cast<uint32_t>(v >> (8 * (n & 7u))) & 0xFFu;
+    if (n & 8u) b = (b & 0x80u) ? 0xFFu : 0u;
+    r |= b << (8 * i);
+  }
+  return r;
+#endif
+}
+// Codes of 8 elements with their signs, from the chosen candidate's E4M3 code words (even:
+// bytes 4 c0, 4 c2, 4 c4, 4 c6; odd: 4 c1, ..., even_odd_s) and the raw bf16 words w[0..3]:
+// each element's sign goes to bit 5 of its byte (sign-replicating byte permutes, masked), then
+// (even >> 2) + (odd << 2) moves bit 5 to bit 3 / bit 7 of the element's nibble. Equal to
+// or_signs8_bf16(join_s(c), w) in two instructions fewer.
+F46_HD uint32_t signed_codes8(CodeWords c, const uint32_t* w) {
+  const uint32_t p = byte_perm(w[0], w[1], 0x7351u), q = byte_perm(w[2], w[3], 0x7351u);
+  const uint32_t se = prmt(p, q, 0xDC98u), so = prmt(p, q, 0xFEBAu);  // bytes 0x00 / 0xFF
+  return ((c.even | (se & 0x20202020u)) >> 2) + ((c.odd | (so & 0x20202020u)) << 2);
+}
+
 // Bounds on |exact error - approximate error| of one candidate (quantize_block.cuh,
 // "approximate errors"), from the approximate error e and K = RN(RN(sf * A) / (6 * bound)) (~ the
 // value of grid point 1), for n rows (1, or 16 for a tile). u = 2^-24. The derivations:

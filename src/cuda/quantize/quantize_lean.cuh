@@ -8,7 +8,7 @@
 //     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
 //     one 16-byte shared load and no per-block multiplies or condition chains;
 //   - the block amax comes from packed bf16 maxima of the raw words (packed_amax), the signs
-//     from byte permutes of the raw words straight into the code words (signed_codes8);
+//     from byte permutes of the raw words straight into the code words (grid::signed_codes8);
 //   - error rules: both candidates are computed for every block and one branch at the end sends
 //     the blocks the fast path does not admit or decide to lean_slow (out of line);
 //   - the loop has no cursors: block i of the tensor is row-major block i of the outputs, and
@@ -82,22 +82,6 @@ __device__ __forceinline__ float packed_amax(const uint32_t (&w)[8]) {
   return max_nan(num::from_bits(m & 0x7FFF0000u), fabsf(num::from_bits(m << 16)));
 }
 
-// Codes of 8 elements with their signs, from the chosen candidate's E4M3 code words (even:
-// bytes 4 c0, 4 c2, 4 c4, 4 c6; odd: 4 c1, ..., grid::even_odd_s) and the raw bf16 words
-// w[0..3] (element 2j in the low half of w[j]): each element's sign goes to bit 5 of its byte
-// (byte permutes with sign replication, masked), then (even >> 2) + (odd << 2) moves bit 5 to
-// bit 3 / bit 7 of the element's nibble. Equal to grid::or_signs8_bf16(grid::join_s(c), w).
-__device__ __forceinline__ uint32_t prmt_sext(uint32_t a, uint32_t b, uint32_t sel) {
-  uint32_t r;  // selector nibbles >= 8: the selected byte's sign bit replicated over the byte
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-  return r;
-}
-__device__ __forceinline__ uint32_t signed_codes8(grid::CodeWords c, const uint32_t* w) {
-  const uint32_t p = __byte_perm(w[0], w[1], 0x7351u), q = __byte_perm(w[2], w[3], 0x7351u);
-  const uint32_t se = prmt_sext(p, q, 0xDC98u), so = prmt_sext(p, q, 0xFEBAu);  // 0x00 / 0xFF
-  return ((c.even | (se & 0x20202020u)) >> 2) + ((c.odd | (so & 0x20202020u)) << 2);
-}
-
 // The blocks of an error rule that lean_block does not finish: not admitted by the fast path
 // (`fast` false: the reference path) or admitted and undecided by the approximate errors (the
 // exact errors, then the chosen candidate's codes). Out of line: rare.
@@ -142,8 +126,8 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
     }
     float gv[16];
     grid_values_s(x, t.inv_s, gv);
-    const uint32_t lo = signed_codes8(grid::even_odd_s(gv), w);
-    const uint32_t hi = signed_codes8(grid::even_odd_s(gv + 8), w + 4);
+    const uint32_t lo = grid::signed_codes8(grid::even_odd_s(gv), w);
+    const uint32_t hi = grid::signed_codes8(grid::even_odd_s(gv + 8), w + 4);
     return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), scale};
   } else {
     // The candidate scales (N3.1) by the fast formulas, their entries; `fast`: the block meets
@@ -175,8 +159,8 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
       return lean_slow<M>(xb, b, g, c, fast, s6, s4, t6.inv_s, t4.inv_s);
     }
     const bool four = num::pick_map4(e4, e6);
-    const uint32_t lo = signed_codes8(four ? a4 : a6, w);
-    const uint32_t hi = signed_codes8(four ? b4 : b6, w + 4);
+    const uint32_t lo = grid::signed_codes8(four ? a4 : a6, w);
+    const uint32_t hi = grid::signed_codes8(four ? b4 : b6, w + 4);
     return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
   }
 }

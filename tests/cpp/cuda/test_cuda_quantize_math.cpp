@@ -145,6 +145,25 @@ TEST(CudaQuantizeMath, SignsFromBf16Words) {
   }
 }
 
+// The lean kernels' signed code words (grid::signed_codes8: signs placed by sign-replicating
+// byte permutes before the even/odd join) equal join + or_signs8_bf16 for any words and codes.
+TEST(CudaQuantizeMath, SignedCodesEqualJoinThenSigns) {
+  std::mt19937 gen(13);
+  for (int it = 0; it < 100000; ++it) {
+    uint32_t w[4];
+    for (uint32_t& v : w) v = gen();
+    grid::CodeWords c{0, 0};
+    for (int b = 0; b < 4; ++b) {  // E4M3 bytes of scaled grid values: 4 * code
+      c.even |= (4u * (gen() & 7u)) << (8 * b);
+      c.odd |= (4u * (gen() & 7u)) << (8 * b);
+    }
+    ASSERT_EQ(grid::signed_codes8(c, w), grid::or_signs8_bf16(grid::join_s(c), w)) << it;
+  }
+  // prmt's sign replication itself: 0x80 -> 0xFF, 0x7F -> 0x00, plain nibbles copy.
+  EXPECT_EQ(grid::prmt(0x7F80FF01u, 0u, 0x3210u), 0x7F80FF01u);
+  EXPECT_EQ(grid::prmt(0x7F80FF01u, 0u, 0xBA98u), 0x00FFFF00u);
+}
+
 TEST(CudaQuantizeMath, FloorToGridEqualsReference) {
   for (float v : rounding_inputs()) {
     if (!(v <= 6.0f)) continue;
