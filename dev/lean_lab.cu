@@ -25,16 +25,6 @@
 
 namespace f46::cuda {
 
-template <QuantMode M>
-__device__ __forceinline__ void lab_block(const uint4& a, const uint4& b, const LeanEntry* tab,
-                                          const GlobalScale& gs, const ErrorConsts& c,
-                                          uint64_t* codes, uint8_t* scales, int64_t blk) {
-  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  const BlockCodes r = lean_block<M>(w, tab, gs, c);
-  codes[blk] = r.codes;
-  scales[blk] = r.scale;
-}
-
 // Variant kernel: grid-stride over 1x16 blocks (thread t of the grid: blocks t, t + S, ...),
 // each block's 32 bytes loaded straight into registers kAhead blocks ahead (1: one block in
 // flight, rotated; 2: two, the loop unrolled by two so nothing is moved).
@@ -56,7 +46,7 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_kernel(const QuantizeP
       const uint4 ca = a, cb = b;
       if (blk + stride < total)
         a = load_x16(src + 2 * (blk + stride)), b = load_x16(src + 2 * (blk + stride) + 1);
-      lab_block<M>(ca, cb, s_tab, gs, consts, codes, p.scales, blk);
+      lean_store<M>(ca, cb, s_tab, gs, consts, codes, p.scales, blk);
     }
   } else {
     uint4 a0{}, a1{}, b0{}, b1{};
@@ -65,10 +55,10 @@ __global__ void __launch_bounds__(kThreads, kMinCtas) lab_kernel(const QuantizeP
       b0 = load_x16(src + 2 * (blk + stride)), b1 = load_x16(src + 2 * (blk + stride) + 1);
     while (blk < total) {
       const int64_t n2 = blk + 2 * stride;
-      lab_block<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
+      lean_store<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
       if (n2 < total) a0 = load_x16(src + 2 * n2), a1 = load_x16(src + 2 * n2 + 1);
       if (blk + stride >= total) break;
-      lab_block<M>(b0, b1, s_tab, gs, consts, codes, p.scales, blk + stride);
+      lean_store<M>(b0, b1, s_tab, gs, consts, codes, p.scales, blk + stride);
       const int64_t n3 = blk + 3 * stride;
       if (n3 < total) b0 = load_x16(src + 2 * n3), b1 = load_x16(src + 2 * n3 + 1);
       blk = n2;
@@ -100,58 +90,40 @@ struct Variant {
   std::function<void(const QuantizeParams&)> launch;
 };
 
+// One block per thread per step, the grid clamped to the CTAs resident at once.
+template <int kThreads, typename K>
+void launch_blocks(K kernel, const QuantizeParams& p) {
+  const int64_t total = p.rows * (p.cols / 16);
+  const int grid =
+      std::min<int64_t>((total + kThreads - 1) / kThreads, resident(kernel, kThreads));
+  kernel<<<grid, kThreads>>>(p);
+}
+
 template <QuantMode M>
 std::vector<Variant> variants() {
   std::vector<Variant> v;
   v.push_back({"rows kernel (reference)", [](const QuantizeParams& p) {
-                 auto k = quantize_rows_kernel<Bf16, M>;
-                 const int64_t total = p.rows * (p.cols / 16);
-                 const int grid = std::min<int64_t>((total + kRowThreads - 1) / kRowThreads,
-                                                    resident(k, kRowThreads));
-                 k<<<grid, kRowThreads>>>(p);
+                 launch_blocks<kRowThreads>(quantize_rows_kernel<Bf16, M>, p);
                }});
   v.push_back({"lean kernel (src)", [](const QuantizeParams& p) {
-                 auto k = quantize_rows_lean_kernel<M>;
-                 const int64_t total = p.rows * (p.cols / 16);
-                 const int grid = std::min<int64_t>((total + kLeanThreads - 1) / kLeanThreads,
-                                                    resident(k, kLeanThreads));
-                 k<<<grid, kLeanThreads>>>(p);
+                 launch_blocks<kLeanThreads>(quantize_rows_lean_kernel<M>, p);
                }});
   v.push_back({"lean tensor kernel (src)", [](const QuantizeParams& p) {
-                 auto k = quantize_rows_lean_tensor_kernel<M>;
-                 const int64_t total = p.rows * (p.cols / 16);
-                 const int grid = std::min<int64_t>((total + kLeanThreads - 1) / kLeanThreads,
-                                                    resident(k, kLeanThreads));
-                 k<<<grid, kLeanThreads>>>(p);
+                 launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M>, p);
                }});
-#define LAB_VARIANT(T, C, A)                                                              \
-  v.push_back({"direct T" #T " C" #C " ahead" #A, [](const QuantizeParams& p) {           \
-                 auto k = lab_kernel<M, T, C, A>;                                         \
-                 const int64_t total = p.rows * (p.cols / 16);                            \
-                 const int grid = std::min<int64_t>((total + T - 1) / T, resident(k, T)); \
-                 k<<<grid, T>>>(p);                                                       \
+  v.push_back({"direct T128 C5 ahead1", [](const QuantizeParams& p) {
+                 launch_blocks<128>(lab_kernel<M, 128, 5, 1>, p);
                }});
-  LAB_VARIANT(128, 5, 1)
-#undef LAB_VARIANT
   if constexpr (is_error_rule<M>()) {
-#define PIPE_VARIANT(C)                                                                   \
-  v.push_back({"pipelined head C" #C, [](const QuantizeParams& p) {                      \
-                 auto k = lean_pipe_kernel<M, C>;                                         \
-                 const int64_t total = p.rows * (p.cols / 16);                            \
-                 const int grid = std::min<int64_t>((total + kLeanThreads - 1) / kLeanThreads, \
-                                                    resident(k, kLeanThreads));          \
-                 k<<<grid, kLeanThreads>>>(p);                                            \
-               }});
-    PIPE_VARIANT(5)
-    PIPE_VARIANT(4)
-#undef PIPE_VARIANT
+    v.push_back({"pipelined head C5", [](const QuantizeParams& p) {
+                   launch_blocks<kLeanThreads>(lean_pipe_kernel<M, 5>, p);
+                 }});
+    v.push_back({"pipelined head C4", [](const QuantizeParams& p) {
+                   launch_blocks<kLeanThreads>(lean_pipe_kernel<M, 4>, p);
+                 }});
   }
   v.push_back({"lean tensor kernel, 6 CTAs", [](const QuantizeParams& p) {
-                 auto k = quantize_rows_lean_tensor_kernel<M, 6>;
-                 const int64_t total = p.rows * (p.cols / 16);
-                 const int grid = std::min<int64_t>((total + kLeanThreads - 1) / kLeanThreads,
-                                                    resident(k, kLeanThreads));
-                 k<<<grid, kLeanThreads>>>(p);
+                 launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M, 6>, p);
                }});
   return v;
 }
