@@ -94,8 +94,7 @@ struct Variant {
 template <int kThreads, typename K>
 void launch_blocks(K kernel, const QuantizeParams& p) {
   const int64_t total = p.rows * (p.cols / 16);
-  const int grid =
-      std::min<int64_t>((total + kThreads - 1) / kThreads, resident(kernel, kThreads));
+  const int grid = std::min<int64_t>((total + kThreads - 1) / kThreads, resident(kernel, kThreads));
   kernel<<<grid, kThreads>>>(p);
 }
 
@@ -111,9 +110,8 @@ std::vector<Variant> variants() {
   v.push_back({"lean tensor kernel (src)", [](const QuantizeParams& p) {
                  launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M>, p);
                }});
-  v.push_back({"direct T128 C5 ahead1", [](const QuantizeParams& p) {
-                 launch_blocks<128>(lab_kernel<M, 128, 5, 1>, p);
-               }});
+  v.push_back({"direct T128 C5 ahead1",
+               [](const QuantizeParams& p) { launch_blocks<128>(lab_kernel<M, 128, 5, 1>, p); }});
   if constexpr (is_error_rule<M>()) {
     v.push_back({"pipelined head C5", [](const QuantizeParams& p) {
                    launch_blocks<kLeanThreads>(lean_pipe_kernel<M, 5>, p);
@@ -317,8 +315,7 @@ int main(int argc, char** argv) {
         std::printf("| %s | 16x16 MAE | %lldx%lld | %.1f | %.3f | %s |\n",
                     k == 0 ? "tile kernel (reference)"
                            : (k == 1 ? "lean 16x16 kernel (dev)" : "lean 16x16 kernel, 5 CTAs"),
-                    (long long)R,
-                    (long long)C, us, bytes / us * 1e-3 / copy_gbs,
+                    (long long)R, (long long)C, us, bytes / us * 1e-3 / copy_gbs,
                     k == 0 ? "ref" : (eq ? "yes" : "NO"));
         std::fflush(stdout);
       }

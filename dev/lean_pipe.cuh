@@ -79,7 +79,8 @@ __device__ __forceinline__ BlockCodes lean_finish(const uint32_t (&w)[8], const 
   const bool four = num::pick_map4(r.e4, r.e6);
   const uint32_t lo = grid::signed_codes8(four ? r.a4 : r.a6, w);
   const uint32_t hi = grid::signed_codes8(four ? r.b4 : r.b6, w + 4);
-  return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? h.s4 : h.s6)};
+  return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32),
+                    static_cast<uint8_t>(four ? h.s4 : h.s6)};
 }
 
 // quantize_rows_lean_tensor_kernel's loop with the head of the next block between the
@@ -96,7 +97,7 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas) lean_pipe_kernel(const
   uint32_t blk = blockIdx.x * kLeanThreads + threadIdx.x;
   const uint4* src = static_cast<const uint4*>(p.x);
   uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
-  auto words = [](const uint4& a, const uint4& b, uint32_t (&w)[8]) {
+  auto words = [](const uint4& a, const uint4& b, uint32_t(&w)[8]) {
     w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
   };
   uint4 a0{}, a1{}, b0{}, b1{};
@@ -118,7 +119,8 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas) lean_pipe_kernel(const
     p.scales[blk] = qa.scale;
     if (nb >= total) break;
     blk = nb + stride;
-    if (blk < total) a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
+    if (blk < total)
+      a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
     const LeanCands rb = lean_cands<M>(wb, hb);
     if (blk < total) words(a0, a1, wa), ha = lean_head(wa, s_tab, gs);
     const BlockCodes qb = lean_finish<M>(wb, hb, rb, gs, consts);

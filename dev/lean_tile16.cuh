@@ -45,11 +45,11 @@ __device__ __noinline__ BlockCodes lean_tile_slow(const Block16 xb, float b, con
   if (!fast) return reference_block_4over6<M, true>(x, b, g, c, half_mask);
   float gv[16];
   grid_values_s(x, inv6_s, gv);
-  float e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax,
-                                      c.denom, c.rdenom, 64.0f);
+  float e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax, c.denom,
+                                      c.rdenom, 64.0f);
   grid_values_s(x, inv4_s, gv);
-  float e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax,
-                                      c.denom, c.rdenom, 64.0f);
+  float e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax, c.denom,
+                                      c.rdenom, 64.0f);
   e6 = tile_error_tree<M>(e6, half_mask);
   e4 = tile_error_tree<M>(e4, half_mask);
   const bool four = num::pick_map4(e4, e6);

@@ -149,9 +149,8 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
     const float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
     const grid::CodeWords a4 = grid::even_odd_s(gv), b4 = grid::even_odd_s(gv + 8);
     // Equal scales give equal errors: 6, never undecided.
-    const bool undecided =
-        s4 != s6 &&
-        !(fabsf(num::sub(e4, e6)) > grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
+    const bool undecided = s4 != s6 && !(fabsf(num::sub(e4, e6)) >
+                                         grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
     if (!fast || undecided) {
       Block16 xb;
 #pragma unroll
@@ -306,7 +305,8 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     lean_store<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
     if (nb >= total) break;
     blk = nb + stride;
-    if (blk < total) a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
+    if (blk < total)
+      a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
     lean_store<M>(b0, b1, s_tab, gs, consts, codes, p.scales, nb);
   }
 }
