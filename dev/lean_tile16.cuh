@@ -58,7 +58,8 @@ __device__ __noinline__ BlockCodes lean_tile_slow(const Block16 xb, float b, con
 }
 
 // Row i of a 16x16 tile (lanes of `half_mask`, one row each) from its 8 raw bf16 words:
-// quantize_block<M, true> with the lean table.
+// quantize_block<M, true> with the lean table. Error rules only (the lab measures MAE; the plain
+// rules' block code would repeat lean_block's).
 template <QuantMode M>
 __device__ __forceinline__ BlockCodes lean_tile_row(const uint32_t (&w)[8], const LeanEntry* tab,
                                                     const GlobalScale& g, const ErrorConsts& c,
@@ -69,50 +70,34 @@ __device__ __forceinline__ BlockCodes lean_tile_row(const uint32_t (&w)[8], cons
   float b = packed_amax(w);  // the tile's amax, on all 16 lanes
 #pragma unroll
   for (int d = 8; d >= 1; d >>= 1) b = max_nan(b, __shfl_xor_sync(half_mask, b, d, 16));
-  if constexpr (!is_error_rule<M>()) {
-    const uint8_t scale = plain_scale<M>(b, g);
-    const LeanEntry t = tab[scale];
-    if (!(b < t.limit)) {
-      Block16 xb;
+  const float base = num::mul(grid::div6_fast(b), g.s_enc);  // as lean_block
+  const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
+  const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
+  const LeanEntry t6 = tab[s6], t4 = tab[s4];
+  const bool fast = grid::div6_fast_ok(b) & (b < t6.limit) & (b < t4.limit);  // uniform
+  float gv[16];
+  grid_values_s(x, t6.inv_s, gv);
+  float e6 = grid::approx_error<kRule>(x, gv, t6.k64);
+  const grid::CodeWords a6 = grid::even_odd_s(gv), b6 = grid::even_odd_s(gv + 8);
+  grid_values_s(x, t4.inv_s, gv);
+  float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
+  const grid::CodeWords a4 = grid::even_odd_s(gv), b4 = grid::even_odd_s(gv + 8);
+  e6 = tile_error_tree<M>(e6, half_mask);
+  e4 = tile_error_tree<M>(e4, half_mask);
+  // K = k64 / 64 exactly (C2 keeps K below 2^108); the tile bounds of grid_math.h, n = 16.
+  const float k6 = num::mul(t6.k64, 0.015625f), k4 = num::mul(t4.k64, 0.015625f);
+  const float bound = num::add(approx_bound<M>(e6, k6, 16.0f), approx_bound<M>(e4, k4, 16.0f));
+  const bool undecided = s4 != s6 && !(fabsf(num::sub(e4, e6)) > bound);  // uniform
+  if (!fast || undecided) {
+    Block16 xb;
 #pragma unroll
-      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-      return BlockCodes{reference_codes(xb, inverse_of(scale, g.s_dec)), scale};
-    }
-    float gv[16];
-    grid_values_s(x, t.inv_s, gv);
-    const uint32_t lo = grid::signed_codes8(grid::even_odd_s(gv), w);
-    const uint32_t hi = grid::signed_codes8(grid::even_odd_s(gv + 8), w + 4);
-    return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), scale};
-  } else {
-    const float base = num::mul(grid::div6_fast(b), g.s_enc);  // as lean_block
-    const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
-    const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
-    const LeanEntry t6 = tab[s6], t4 = tab[s4];
-    const bool fast = grid::div6_fast_ok(b) & (b < t6.limit) & (b < t4.limit);  // uniform
-    float gv[16];
-    grid_values_s(x, t6.inv_s, gv);
-    float e6 = grid::approx_error<kRule>(x, gv, t6.k64);
-    const grid::CodeWords a6 = grid::even_odd_s(gv), b6 = grid::even_odd_s(gv + 8);
-    grid_values_s(x, t4.inv_s, gv);
-    float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
-    const grid::CodeWords a4 = grid::even_odd_s(gv), b4 = grid::even_odd_s(gv + 8);
-    e6 = tile_error_tree<M>(e6, half_mask);
-    e4 = tile_error_tree<M>(e4, half_mask);
-    // K = k64 / 64 exactly (C2 keeps K below 2^108); the tile bounds of grid_math.h, n = 16.
-    const float k6 = num::mul(t6.k64, 0.015625f), k4 = num::mul(t4.k64, 0.015625f);
-    const float bound = num::add(approx_bound<M>(e6, k6, 16.0f), approx_bound<M>(e4, k4, 16.0f));
-    const bool undecided = s4 != s6 && !(fabsf(num::sub(e4, e6)) > bound);  // uniform
-    if (!fast || undecided) {
-      Block16 xb;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-      return lean_tile_slow<M>(xb, b, g, c, fast, s6, s4, t6.inv_s, t4.inv_s, half_mask);
-    }
-    const bool four = num::pick_map4(e4, e6);  // equal scales: equal errors, 6
-    const uint32_t lo = grid::signed_codes8(four ? a4 : a6, w);
-    const uint32_t hi = grid::signed_codes8(four ? b4 : b6, w + 4);
-    return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
+    for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+    return lean_tile_slow<M>(xb, b, g, c, fast, s6, s4, t6.inv_s, t4.inv_s, half_mask);
   }
+  const bool four = num::pick_map4(e4, e6);  // equal scales: equal errors, 6
+  const uint32_t lo = grid::signed_codes8(four ? a4 : a6, w);
+  const uint32_t hi = grid::signed_codes8(four ? b4 : b6, w + 4);
+  return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
 }
 
 // A step's position: tile row `tr` (rows 16 tr ..), column pair `pc` (columns 32 pc ..).
@@ -123,6 +108,7 @@ struct Tile16Pos {
 template <QuantMode M, int kMinCtas = kLeanTile16MinCtas>  // kMinCtas: open for dev/lean_lab.cu
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_tile16_lean_kernel(const QuantizeParams p) {
+  static_assert(is_error_rule<M>(), "error rules only (a lab kernel)");
   constexpr int kWarps = kLeanThreads / 32;
   __shared__ LeanEntry s_tab[kWarps][256];  // per warp
   extern __shared__ int32_t s_offs[];       // group scope: the clamped group ends
