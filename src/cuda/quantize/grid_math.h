@@ -142,29 +142,9 @@ F46_HD float fast_limit(float inv_s) {
   return t;
 }
 
-// Sign bits of 8 bf16 values, raw words w[0..3] (element 2j in the low half of w[j], 2j+1 in
-// the high half), or'ed into their code nibbles (bit 3 of nibble i, N1.2): bytes 1 and 3 of the
-// words gathered by byte permutes (X: signs of elements 0, 2, 4, 6 at bit 7 of bytes 0..3; Z:
-// elements 1, 3, 5, 7), X shifted to bit 3 of each byte.
-F46_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
-#if defined(__CUDA_ARCH__)
-  return __byte_perm(x, y, s);
-#else
-  const uint64_t v = x | (static_cast<uint64_t>(y) << 32);
-  uint32_t r = 0;
-  for (int i = 0; i < 4; ++i)
-    r |= static_cast<uint32_t>((v >> (8 * ((s >> (4 * i)) & 7u))) & 0xFFu) << (8 * i);
-  return r;
-#endif
-}
-F46_HD uint32_t or_signs8_bf16(uint32_t codes, const uint32_t* w) {
-  const uint32_t p = byte_perm(w[0], w[1], 0x7351u), q = byte_perm(w[2], w[3], 0x7351u);
-  const uint32_t x = byte_perm(p, q, 0x5410u), z = byte_perm(p, q, 0x7632u);
-  return codes | (z & 0x80808080u) | ((x >> 4) & 0x08080808u);
-}
-
-// prmt.b32 in its default mode: byte i of the result is byte (nibble i of s) & 7 of y:x; a
-// nibble with bit 3 set replicates that byte's sign bit over the whole result byte.
+// prmt.b32 in its default mode (the host emulates it for the tests): byte i of the result is
+// byte (nibble i of s) & 7 of y:x; a nibble with bit 3 set replicates that byte's sign bit over
+// the whole result byte.
 F46_HD uint32_t prmt(uint32_t x, uint32_t y, uint32_t s) {
 #if defined(__CUDA_ARCH__)
   uint32_t r;
@@ -182,11 +162,21 @@ F46_HD uint32_t prmt(uint32_t x, uint32_t y, uint32_t s) {
   return r;
 #endif
 }
-// Codes of 8 elements with their signs, from the chosen candidate's E4M3 code words (even:
-// bytes 4 c0, 4 c2, 4 c4, 4 c6; odd: 4 c1, ..., even_odd_s) and the raw bf16 words w[0..3]:
-// each element's sign goes to bit 5 of its byte (sign-replicating byte permutes, masked), then
-// (even >> 2) + (odd << 2) moves bit 5 to bit 3 / bit 7 of the element's nibble. Equal to
-// or_signs8_bf16(join_s(c), w) in two instructions fewer.
+// The same for selectors below 8 (no sign replication): __byte_perm on the device, which the
+// compiler schedules as its own instruction (an asm prmt is opaque to it).
+F46_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, s);
+#else
+  return prmt(x, y, s);
+#endif
+}
+// Codes of 8 elements with their signs (N1.2: nibble i = code of element i, bit 3 its sign),
+// from the chosen candidate's E4M3 code words (even: bytes 4 c0, 4 c2, 4 c4, 4 c6; odd: 4 c1,
+// ..., even_odd_s) and the raw bf16 words w[0..3] (element 2j in the low half of w[j], 2j+1 in
+// the high half): bytes 1 and 3 of the words (the sign bytes) gathered, each element's sign
+// replicated over its byte and masked to bit 5, then (even >> 2) + (odd << 2) moves bit 5 to
+// bit 3 / bit 7 of the element's nibble (join_s with the signs in, two instructions fewer).
 F46_HD uint32_t signed_codes8(CodeWords c, const uint32_t* w) {
   const uint32_t p = byte_perm(w[0], w[1], 0x7351u), q = byte_perm(w[2], w[3], 0x7351u);
   const uint32_t se = prmt(p, q, 0xDC98u), so = prmt(p, q, 0xFEBAu);  // bytes 0x00 / 0xFF

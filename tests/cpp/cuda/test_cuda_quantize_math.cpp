@@ -129,37 +129,26 @@ TEST(CudaQuantizeMath, FastLimitIsTheFastCondition) {
   EXPECT_GT(at_limit, 90000);  // the limit is tight: one ulp below it is fast
 }
 
-// Signs from raw bf16 words: bit 3 of nibble i is the sign of element i; the codes are kept.
-TEST(CudaQuantizeMath, SignsFromBf16Words) {
+// The lean kernels' signed code words (grid::signed_codes8): nibble i is the code of element i
+// (from the even/odd E4M3 code words, byte 4 c) with the sign of element i (bf16 half i % 2 of
+// raw word i / 2) at bit 3, for any words and codes.
+TEST(CudaQuantizeMath, SignedCodesFromBf16Words) {
   std::mt19937 gen(12);
   for (int it = 0; it < 100000; ++it) {
     uint32_t w[4];
     for (uint32_t& v : w) v = gen();
-    const uint32_t codes = gen() & 0x77777777u;
-    uint32_t want = codes;
-    for (int i = 0; i < 8; ++i) {
-      const uint32_t half = (w[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
-      want |= (half >> 15) << (4 * i + 3);
-    }
-    ASSERT_EQ(grid::or_signs8_bf16(codes, w), want) << it;
-  }
-}
-
-// The lean kernels' signed code words (grid::signed_codes8: signs placed by sign-replicating
-// byte permutes before the even/odd join) equal join + or_signs8_bf16 for any words and codes.
-TEST(CudaQuantizeMath, SignedCodesEqualJoinThenSigns) {
-  std::mt19937 gen(13);
-  for (int it = 0; it < 100000; ++it) {
-    uint32_t w[4];
-    for (uint32_t& v : w) v = gen();
+    uint32_t code[8], want = 0;
     grid::CodeWords c{0, 0};
-    for (int b = 0; b < 4; ++b) {  // E4M3 bytes of scaled grid values: 4 * code
-      c.even |= (4u * (gen() & 7u)) << (8 * b);
-      c.odd |= (4u * (gen() & 7u)) << (8 * b);
+    for (int i = 0; i < 8; ++i) {
+      code[i] = gen() & 7u;
+      (i % 2 ? c.odd : c.even) |= (4u * code[i]) << (8 * (i / 2));  // E4M3 byte 4 c
+      const uint32_t sign = (w[i / 2] >> (16 * (i % 2) + 15)) & 1u;
+      want |= (code[i] | (sign << 3)) << (4 * i);
     }
-    ASSERT_EQ(grid::signed_codes8(c, w), grid::or_signs8_bf16(grid::join_s(c), w)) << it;
+    ASSERT_EQ(grid::signed_codes8(c, w), want) << it;
   }
-  // prmt's sign replication itself: 0x80 -> 0xFF, 0x7F -> 0x00, plain nibbles copy.
+  // prmt itself: plain nibbles copy bytes, nibbles >= 8 replicate the byte's sign bit.
+  EXPECT_EQ(grid::prmt(0x7F80FF01u, 0x44332211u, 0x7654u), 0x44332211u);
   EXPECT_EQ(grid::prmt(0x7F80FF01u, 0u, 0x3210u), 0x7F80FF01u);
   EXPECT_EQ(grid::prmt(0x7F80FF01u, 0u, 0xBA98u), 0x00FFFF00u);
 }
