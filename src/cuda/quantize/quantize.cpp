@@ -119,6 +119,9 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && lean_scope && p.vec_load &&
            (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
            p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
+  // Its per-tensor form: 32-bit block indices.
+  l.lean_tensor =
+      l.lean && p.scope == ScopeKind::kTensor && rows * (cols / 16) < (int64_t{1} << 31);
   if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
     const int64_t seg_rows = (p.pair_cols ? 2 : 1) * kUnitRows;  // band pairs or bands
     l.grid = dim3(grid_x(ceil_div(rows, seg_rows) * ceil_div(cols, kUnitCols), kTileWarps));

@@ -34,7 +34,7 @@ unsigned resident_ctas(K kernel, int threads, size_t shared_bytes) {
 template <typename T, QuantMode M>
 void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, Bf16>) {
-    if (l.lean && p.scope == ScopeKind::kTensor && p.rows * (p.cols / 16) < (int64_t{1} << 31)) {
+    if (l.lean_tensor) {
       const unsigned max_ctas = resident_ctas(quantize_rows_lean_tensor_kernel<M>, kLeanThreads, 0);
       const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
       quantize_rows_lean_tensor_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
