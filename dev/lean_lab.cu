@@ -19,54 +19,9 @@
 #include "../bench/bench_util.h"
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
-#include "lean_pipe.cuh"
+#include "lean_table.cuh"
 #include "lean_rowcol.cuh"
 #include "lean_tile16.cuh"
-
-namespace f46::cuda {
-
-// Variant kernel: grid-stride over 1x16 blocks (thread t of the grid: blocks t, t + S, ...),
-// each block's 32 bytes loaded straight into registers kAhead blocks ahead (1: one block in
-// flight, rotated; 2: two, the loop unrolled by two so nothing is moved).
-template <QuantMode M, int kThreads, int kMinCtas, int kAhead>
-__global__ void __launch_bounds__(kThreads, kMinCtas) lab_kernel(const QuantizeParams p) {
-  __shared__ LeanEntry s_tab[256];
-  const ErrorConsts consts = error_consts(p.bound);
-  const GlobalScale gs = global_scale(p.amax[0], p.bound);
-  fill_lean_table<M>(s_tab, gs, consts);
-  const int64_t total = p.rows * (p.cols / 16);
-  const int64_t stride = int64_t{gridDim.x} * kThreads;
-  int64_t blk = int64_t{blockIdx.x} * kThreads + threadIdx.x;
-  const uint4* src = static_cast<const uint4*>(p.x);
-  uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
-  if constexpr (kAhead == 1) {
-    uint4 a{}, b{};
-    if (blk < total) a = load_x16(src + 2 * blk), b = load_x16(src + 2 * blk + 1);
-    for (; blk < total; blk += stride) {
-      const uint4 ca = a, cb = b;
-      if (blk + stride < total)
-        a = load_x16(src + 2 * (blk + stride)), b = load_x16(src + 2 * (blk + stride) + 1);
-      lean_store<M>(ca, cb, s_tab, gs, consts, codes, p.scales, blk);
-    }
-  } else {
-    uint4 a0{}, a1{}, b0{}, b1{};
-    if (blk < total) a0 = load_x16(src + 2 * blk), a1 = load_x16(src + 2 * blk + 1);
-    if (blk + stride < total)
-      b0 = load_x16(src + 2 * (blk + stride)), b1 = load_x16(src + 2 * (blk + stride) + 1);
-    while (blk < total) {
-      const int64_t n2 = blk + 2 * stride;
-      lean_store<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
-      if (n2 < total) a0 = load_x16(src + 2 * n2), a1 = load_x16(src + 2 * n2 + 1);
-      if (blk + stride >= total) break;
-      lean_store<M>(b0, b1, s_tab, gs, consts, codes, p.scales, blk + stride);
-      const int64_t n3 = blk + 3 * stride;
-      if (n3 < total) b0 = load_x16(src + 2 * n3), b1 = load_x16(src + 2 * n3 + 1);
-      blk = n2;
-    }
-  }
-}
-
-}  // namespace f46::cuda
 
 namespace {
 using namespace f46::cuda;
@@ -110,19 +65,17 @@ std::vector<Variant> variants() {
   v.push_back({"lean tensor kernel (src)", [](const QuantizeParams& p) {
                  launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M>, p);
                }});
-  v.push_back({"direct T128 C5 ahead1",
-               [](const QuantizeParams& p) { launch_blocks<128>(lab_kernel<M, 128, 5, 1>, p); }});
-  if constexpr (is_error_rule<M>()) {
-    v.push_back({"pipelined head C5", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(lean_pipe_kernel<M, 5>, p);
+  if constexpr (is_error_rule<M>()) {  // dev/lean_table.cuh
+    v.push_back({"SoA table", [](const QuantizeParams& p) {
+                   launch_blocks<kLeanThreads>(lean_table_kernel<M, SoaTable>, p);
                  }});
-    v.push_back({"pipelined head C4", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(lean_pipe_kernel<M, 4>, p);
+    v.push_back({"compact table", [](const QuantizeParams& p) {
+                   launch_blocks<kLeanThreads>(lean_table_kernel<M, CompactTable>, p);
+                 }});
+    v.push_back({"compact table, 6 CTAs", [](const QuantizeParams& p) {
+                   launch_blocks<kLeanThreads>(lean_table_kernel<M, CompactTable, 6>, p);
                  }});
   }
-  v.push_back({"lean tensor kernel, 6 CTAs", [](const QuantizeParams& p) {
-                 launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M, 6>, p);
-               }});
   return v;
 }
 

@@ -35,3 +35,20 @@ print("runs (first instruction, executions, length, share):")
 for text, n, k in blocks:
     if n * k > total * 0.004:
         print(f"{n:10d} x {k:4d} {100.0 * n * k / total:5.1f}%  {text}")
+# The instructions with the most warp-stall samples (where the warps wait), with their neighbours'
+# context left to the reader of the CSV.
+samp = next((i for i, c in enumerate(cols) if "Stall Sampling (All" in c), None)
+if samp is not None:
+    hot, all_s = [], 0
+    for k, r in enumerate(rows[head + 1:]):
+        if len(r) <= max(src, samp):
+            continue
+        try:
+            n = int(float(r[samp].replace(",", "") or 0))
+        except ValueError:
+            continue
+        all_s += n
+        hot.append((n, k, r[src].strip()[:70]))
+    print(f"stall samples ({cols[samp]}): {all_s}; top instructions (line, share):")
+    for n, k, text in sorted(hot, reverse=True)[:30]:
+        print(f"{k:6d} {100.0 * n / max(all_s, 1):5.1f}%  {text}")
