@@ -16,7 +16,10 @@ if [ "${T_LAB:-120}" != 0 ]; then  # the lab builds beside the library
   LAB_PID=$!
 fi
 if [ "$T_TESTS" != 0 ]; then WHAT=tests; else WHAT=build; fi  # build: nothing but the build
-bash dev/gpu_quantize.sh $WHAT 2>&1 | tee "$OUT/gq_tests.log" | tail -25
+if [ "$T_TESTS$T_BENCH$T_SAN" != 000 ]; then  # the library is needed
+  bash dev/gpu_quantize.sh $WHAT 2>&1 | tee "$OUT/gq_tests.log" | tail -25
+  rm -f "$OUT/tests.log.gz"; gzip -f "$OUT/tests.log" 2>/dev/null
+fi
 if [ "$T_BENCH" != 0 ]; then
   bash dev/gpu_quantize.sh bench > "$OUT/gq_bench.log" 2>&1
   grep -E "copy|^\| |geometric" "$OUT/gq_bench.log"
@@ -27,7 +30,8 @@ if [ "${T_LAB:-120}" != 0 ]; then  # T_LAB=0: no lab
   echo "lab rc=$?"
   grep -E "^\| |copy|equal" "$OUT/lab.log" | grep -v "^| variant\|^|---" | head -60
 fi
-if [ -n "${T_NCU:-}" ]; then  # Nsight Compute on lab kernels (first shape), one report each
+if [ -n "${T_NCU:-}" ]; then  # Nsight Compute on lab kernels (first shape), in $OUT/ncu.tgz
+  mkdir -p /tmp/ncu_out
   # NCU_KERNELS: mangled-name regexes (default: the lean tensor kernel, MAE).
   i=0
   for K in ${NCU_KERNELS:-quantize_rows_lean_tensor_kernelILNS0_9QuantModeE0}; do
@@ -35,14 +39,15 @@ if [ -n "${T_NCU:-}" ]; then  # Nsight Compute on lab kernels (first shape), one
     timeout "$T_NCU" ncu --clock-control none --kernel-name-base mangled -k "regex:$K" -s 2 -c 1 \
       --section SpeedOfLight --section WarpStateStats --section InstructionStats \
       --section SchedulerStats --section Occupancy --section LaunchStats --section SourceCounters \
-      --section MemoryWorkloadAnalysis_Tables \
+      --section MemoryWorkloadAnalysis_Tables --section ComputeWorkloadAnalysis \
       --metrics smsp__inst_executed.sum,smsp__sass_thread_inst_executed.sum,sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_fmaheavy_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active,smsp__cycles_active.avg,sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum \
-      -o /tmp/ncu_$i -f /tmp/lean_lab 2 > "$OUT/ncu_run_$i.log" 2>&1
+      -o /tmp/ncu_$i -f /tmp/lean_lab 2 > /tmp/ncu_out/ncu_run_$i.log 2>&1
     echo "ncu $i ($K) rc=$?"
-    ncu --import /tmp/ncu_$i.ncu-rep > "$OUT/ncu_$i.txt" 2>&1
+    ncu --import /tmp/ncu_$i.ncu-rep > /tmp/ncu_out/ncu_$i.txt 2>&1
     ncu --import /tmp/ncu_$i.ncu-rep --page source --csv --print-source sass > /tmp/src_$i.csv 2>&1
-    python3 dev/ncu_sass_summary.py /tmp/src_$i.csv > "$OUT/sass_$i.txt" 2>&1
-    grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued|Active Warps Per|Eligible Warps|No Eligible|Registers Per|pipe_|thread_inst|dram__bytes|lts__t_sectors|bank_conflicts|wavefronts|Stall|stall" "$OUT/ncu_$i.txt" | head -40
+    python3 dev/ncu_sass_summary.py /tmp/src_$i.csv > /tmp/ncu_out/sass_$i.txt 2>&1
+    grep -E "Duration|Issue Slots Busy|Warp Cycles Per Issued|Active Warps Per|Eligible Warps|No Eligible|Registers Per|pipe_|thread_inst|dram__bytes|lts__t_sectors|bank_conflicts|wavefronts|Stall|stall|Pipe|XU|xu" /tmp/ncu_out/ncu_$i.txt | head -40
   done
+  tar czf "$OUT/ncu.tgz" -C /tmp ncu_out
 fi
 [ "$T_SAN" = 0 ] || bash dev/gpu_quantize.sh sanitize 2>&1 | tee "$OUT/gq_san.log" | grep -E "rc=|ERROR SUMMARY|RACECHECK SUMMARY"

@@ -66,14 +66,22 @@ std::vector<Variant> variants() {
                  launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M>, p);
                }});
   if constexpr (is_error_rule<M>()) {  // dev/lean_table.cuh
-    v.push_back({"SoA table", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(lean_table_kernel<M, SoaTable>, p);
+    v.push_back({"AoS table (control)", [](const QuantizeParams& p) {
+                   launch_blocks<kLeanThreads>(lean_table_kernel<M, AosTable>, p);
                  }});
     v.push_back({"compact table", [](const QuantizeParams& p) {
                    launch_blocks<kLeanThreads>(lean_table_kernel<M, CompactTable>, p);
                  }});
     v.push_back({"compact table, 6 CTAs", [](const QuantizeParams& p) {
                    launch_blocks<kLeanThreads>(lean_table_kernel<M, CompactTable, 6>, p);
+                 }});
+    v.push_back({"ceiling: no E4M3 code conversions", [](const QuantizeParams& p) {
+                   launch_blocks<kLeanThreads>(
+                       lean_table_kernel<M, AosTable, 5, Ceiling::kNoCvt>, p);
+                 }});
+    v.push_back({"ceiling: no table loads", [](const QuantizeParams& p) {
+                   launch_blocks<kLeanThreads>(
+                       lean_table_kernel<M, AosTable, 5, Ceiling::kNoTable>, p);
                  }});
   }
   return v;

@@ -8,6 +8,9 @@
 //                 RN(b * inv_s) < 7/64 with inv_s NaN where the entry admits nothing (inv_s
 //                 not normal, or K NaN: grid::fast_limit's 0), the bound's K term computed.
 // The error rules only; the results are those of lean_block (the lab compares them bytewise).
+// Two timing ceilings (wrong results, the lab reports them unequal): Ceiling::kNoCvt, the E4M3
+// code conversions (F2FP) replaced by an XOR; Ceiling::kNoTable, no table loads (every block
+// takes entry 0x60 from registers, admitted and decided).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,19 @@
 #include "cuda/quantize/quantize_lean.cuh"
 
 namespace f46::cuda {
+
+struct AosTable {  // the src layout (control)
+  LeanEntry e[256];
+  template <QuantMode M>
+  __device__ void fill(const GlobalScale& g, const ErrorConsts& c) {
+    fill_lean_table<M>(e, g, c);
+  }
+  template <QuantMode M>
+  __device__ __forceinline__ LeanEntry get(uint32_t s) const {
+    return e[s];
+  }
+  __device__ __forceinline__ static bool admit(float b, const LeanEntry& t) { return b < t.limit; }
+};
 
 struct SoaTable {
   float inv_s[256], k64[256], kterm[256], limit[256];
@@ -58,10 +74,17 @@ struct CompactTable {
   }
 };
 
+enum class Ceiling { kNone, kNoCvt, kNoTable };
+__device__ __forceinline__ grid::CodeWords fake_even_odd(const float* g) {  // kNoCvt
+  return grid::CodeWords{num::bits(g[0]) ^ num::bits(g[2]) ^ num::bits(g[4]),
+                         num::bits(g[1]) ^ num::bits(g[3]) ^ num::bits(g[5]) ^ num::bits(g[6])};
+}
+
 // lean_block's error-rule branch with the table `Tab`.
-template <QuantMode M, class Tab>
+template <QuantMode M, class Tab, Ceiling kC = Ceiling::kNone>
 __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], const Tab& tab,
-                                                     const GlobalScale& g, const ErrorConsts& c) {
+                                                     const GlobalScale& g, const ErrorConsts& c,
+                                                     const LeanEntry& fixed) {
   static_assert(is_error_rule<M>(), "error rules only");
   constexpr Rule kRule = rule_of<M>();
   float x[16];
@@ -70,16 +93,25 @@ __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], con
   const float base = num::mul(grid::div6_fast(b), g.s_enc);
   const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
   const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
-  const LeanEntry t6 = tab.template get<M>(s6), t4 = tab.template get<M>(s4);
-  const bool fast = grid::div6_fast_ok(b) & Tab::admit(b, t6) & Tab::admit(b, t4);
+  LeanEntry t6, t4;
+  bool fast;
+  if constexpr (kC == Ceiling::kNoTable) {
+    t6 = t4 = fixed;
+    fast = true;
+  } else {
+    t6 = tab.template get<M>(s6), t4 = tab.template get<M>(s4);
+    fast = grid::div6_fast_ok(b) & Tab::admit(b, t6) & Tab::admit(b, t4);
+  }
   float gv[16];
   grid_values_s(x, t6.inv_s, gv);
   const float e6 = grid::approx_error<kRule>(x, gv, t6.k64);
-  const grid::CodeWords a6 = grid::even_odd_s(gv), b6 = grid::even_odd_s(gv + 8);
+  const grid::CodeWords a6 = kC == Ceiling::kNoCvt ? fake_even_odd(gv) : grid::even_odd_s(gv),
+                        b6 = kC == Ceiling::kNoCvt ? fake_even_odd(gv + 8) : grid::even_odd_s(gv + 8);
   grid_values_s(x, t4.inv_s, gv);
   const float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
-  const grid::CodeWords a4 = grid::even_odd_s(gv), b4 = grid::even_odd_s(gv + 8);
-  const bool undecided = s4 != s6 && !(fabsf(num::sub(e4, e6)) >
+  const grid::CodeWords a4 = kC == Ceiling::kNoCvt ? fake_even_odd(gv) : grid::even_odd_s(gv),
+                        b4 = kC == Ceiling::kNoCvt ? fake_even_odd(gv + 8) : grid::even_odd_s(gv + 8);
+  const bool undecided = kC != Ceiling::kNoTable && s4 != s6 && !(fabsf(num::sub(e4, e6)) >
                                        grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
   if (!fast || undecided) {
     Block16 xb;
@@ -94,12 +126,13 @@ __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], con
 }
 
 // quantize_rows_lean_tensor_kernel with the table `Tab`.
-template <QuantMode M, class Tab, int kMinCtas = kLeanTensorMinCtas>
+template <QuantMode M, class Tab, int kMinCtas = kLeanTensorMinCtas, Ceiling kC = Ceiling::kNone>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas) lean_table_kernel(const QuantizeParams p) {
   __shared__ Tab s_tab;
   const ErrorConsts consts = error_consts(p.bound);
   const GlobalScale gs = global_scale(p.amax[0], p.bound);
   s_tab.template fill<M>(gs, consts);
+  const LeanEntry fixed = s_tab.template get<M>(0x60);
   const uint32_t total = static_cast<uint32_t>(p.rows * (p.cols / 16));
   const uint32_t stride = gridDim.x * kLeanThreads;
   uint32_t blk = blockIdx.x * kLeanThreads + threadIdx.x;
@@ -107,7 +140,7 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas) lean_table_kernel(cons
   uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
   auto store = [&](const uint4& a, const uint4& b, uint32_t i) {
     const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    const BlockCodes r = lean_block_tab<M>(w, s_tab, gs, consts);
+    const BlockCodes r = lean_block_tab<M, Tab, kC>(w, s_tab, gs, consts, fixed);
     codes[i] = r.codes;
     p.scales[i] = r.scale;
   };
