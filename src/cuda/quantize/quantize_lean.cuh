@@ -106,44 +106,11 @@ __device__ __noinline__ BlockCodes lean_slow(const Block16 xb, float b, const Gl
   return BlockCodes{pack_codes_s(gv) | sign_nibbles(x), static_cast<uint8_t>(four ? s4 : s6)};
 }
 
-// The candidate scales of an error-rule block (N3.1) by the fast formulas and their entries;
-// `fast`: the block meets C1 and C2 for both (b < limit) and b/6 by Markstein holds (b = 0 or
-// b >= 2^-100). The conversion needs no range check: it saturates every base >= 448 (+Inf too)
-// to 0x7E and gives 0x7F for NaN, as e4m3_from_float(min(base, 448)) does (base >= 0 or NaN).
-struct LeanHead {
-  uint32_t s6, s4;
-  LeanEntry t6, t4;
-  bool fast;
-};
-__device__ __forceinline__ LeanHead lean_head(float b, const LeanEntry* tab, const GlobalScale& g) {
-  const float base = num::mul(grid::div6_fast(b), g.s_enc);
-  const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
-  LeanHead h;
-  h.s6 = s64 & 0xFFu, h.s4 = (s64 >> 8) & 0xFFu;
-  h.t6 = tab[h.s6], h.t4 = tab[h.s4];
-  h.fast = grid::div6_fast_ok(b) & (b < h.t6.limit) & (b < h.t4.limit);  // no branches
-  return h;
-}
-
-// An error-rule block that lean_try left (out of line, rare): its head again, then lean_slow.
-template <QuantMode M>
-__device__ __noinline__ BlockCodes lean_finish(const uint4 a, const uint4 bw, const LeanEntry* tab,
-                                               const GlobalScale g, const ErrorConsts c) {
-  const uint32_t w[8] = {a.x, a.y, a.z, a.w, bw.x, bw.y, bw.z, bw.w};
-  Block16 xb;
-  unpack_words(w, xb.v);
-  const float b = packed_amax(w);
-  const LeanHead h = lean_head(b, tab, g);
-  return lean_slow<M>(xb, b, g, c, h.fast, h.s6, h.s4, h.t6.inv_s, h.t4.inv_s);
-}
-
 // One 1x16 block from its 8 raw bf16 words (element 2j low half of w[j]); quantize_block's
-// fast path with the table's constants. Returns false, with `r` unset, for the blocks of an error
-// rule that the fast path does not admit or decide (lean_finish makes them); the plain rules
-// take the reference path for the blocks they do not admit, and always return true.
+// fast path with the table's constants, the reference path for the blocks it does not admit.
 template <QuantMode M>
-__device__ __forceinline__ bool lean_try(const uint32_t (&w)[8], const LeanEntry* tab,
-                                         const GlobalScale& g, BlockCodes& r) {
+__device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const LeanEntry* tab,
+                                                 const GlobalScale& g, const ErrorConsts& c) {
   constexpr Rule kRule = rule_of<M>();
   float x[16];
   unpack_words(w, x);
@@ -155,48 +122,46 @@ __device__ __forceinline__ bool lean_try(const uint32_t (&w)[8], const LeanEntry
       Block16 xb;
 #pragma unroll
       for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-      r = BlockCodes{reference_codes(xb, inverse_of(scale, g.s_dec)), scale};
-      return true;
+      return BlockCodes{reference_codes(xb, inverse_of(scale, g.s_dec)), scale};
     }
     float gv[16];
     grid_values_s(x, t.inv_s, gv);
     const uint32_t lo = grid::signed_codes8(grid::even_odd_s(gv), w);
     const uint32_t hi = grid::signed_codes8(grid::even_odd_s(gv + 8), w + 4);
-    r = BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), scale};
-    return true;
+    return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), scale};
   } else {
-    const LeanHead h = lean_head(b, tab, g);
+    // The candidate scales (N3.1) by the fast formulas, their entries; `fast`: the block meets
+    // C1 and C2 for both (b < limit) and b/6 by Markstein holds (b = 0 or b >= 2^-100). The
+    // conversion needs no range check: it saturates every base >= 448 (+Inf too) to 0x7E and
+    // gives 0x7F for NaN, as e4m3_from_float(min(base, 448)) does (base >= 0 or NaN).
+    const float base = num::mul(grid::div6_fast(b), g.s_enc);
+    const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
+    const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
+    const LeanEntry t6 = tab[s6], t4 = tab[s4];
+    const bool fast = grid::div6_fast_ok(b) & (b < t6.limit) & (b < t4.limit);  // no branches
     // Both candidates for every block, one after the other keeping only its error and code
-    // words (fewer registers live); then one test for the blocks not admitted or undecided.
+    // words (fewer registers live); then one branch for the blocks not admitted or undecided.
     float gv[16];
-    grid_values_s(x, h.t6.inv_s, gv);
-    const float e6 = grid::approx_error<kRule>(x, gv, h.t6.k64);
+    grid_values_s(x, t6.inv_s, gv);
+    const float e6 = grid::approx_error<kRule>(x, gv, t6.k64);
     const grid::CodeWords a6 = grid::even_odd_s(gv), b6 = grid::even_odd_s(gv + 8);
-    grid_values_s(x, h.t4.inv_s, gv);
-    const float e4 = grid::approx_error<kRule>(x, gv, h.t4.k64);
+    grid_values_s(x, t4.inv_s, gv);
+    const float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
     const grid::CodeWords a4 = grid::even_odd_s(gv), b4 = grid::even_odd_s(gv + 8);
     // Equal scales give equal errors: 6, never undecided.
-    const bool undecided =
-        h.s4 != h.s6 &&
-        !(fabsf(num::sub(e4, e6)) > grid::lean_bound<kRule>(e6, e4, h.t6.kterm, h.t4.kterm));
-    if (!h.fast || undecided) return false;
+    const bool undecided = s4 != s6 && !(fabsf(num::sub(e4, e6)) >
+                                         grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
+    if (!fast || undecided) {
+      Block16 xb;
+#pragma unroll
+      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+      return lean_slow<M>(xb, b, g, c, fast, s6, s4, t6.inv_s, t4.inv_s);
+    }
     const bool four = num::pick_map4(e4, e6);
     const uint32_t lo = grid::signed_codes8(four ? a4 : a6, w);
     const uint32_t hi = grid::signed_codes8(four ? b4 : b6, w + 4);
-    r = BlockCodes{lo | (static_cast<uint64_t>(hi) << 32),
-                   static_cast<uint8_t>(four ? h.s4 : h.s6)};
-    return true;
+    return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
   }
-}
-
-// lean_try, then lean_finish for the blocks it leaves (the group-capable kernel).
-template <QuantMode M>
-__device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const LeanEntry* tab,
-                                                 const GlobalScale& g, const ErrorConsts& c) {
-  BlockCodes r;
-  if (lean_try<M>(w, tab, g, r)) return r;
-  return lean_finish<M>(make_uint4(w[0], w[1], w[2], w[3]), make_uint4(w[4], w[5], w[6], w[7]),
-                        tab, g, c);
 }
 
 // A block whose group amax is not the table's (group scope, rare): quantize_block with its
@@ -306,102 +271,43 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanMinCtas)
   }
 }
 
-// Per-tensor kernel, error rules: the blocks lean_try leaves (about 0.4 % of uniform random
-// blocks, nearly all exact ties e4 == e6 with s4 != s6, which no approximate error decides) are
-// deferred to a per-warp queue and made 32 at a time by lean_finish, one per lane, instead of by
-// one lane while the warp's other 31 wait (11 % of the warp steps took that path, 14 % of the
-// instructions, Nsight Compute 2026-12-05). A queue holds each block's 32 bytes and index.
-inline constexpr int kLeanQueue = 64;  // < 32 entries between drains, + 32 appended at most
-template <int kN>
-struct LeanQueue {
-  uint4 w[kN][2];
-  uint32_t blk[kN];
-};
-
-// lean_finish of entries [first, first + n) of the queue (n <= 32), lane l entry first + l.
-template <QuantMode M, int kN>
-__device__ __forceinline__ void lean_drain(const LeanQueue<kN>& q, int first, int n, int lane,
-                                           const LeanEntry* tab, const GlobalScale& gs,
-                                           const ErrorConsts& c, uint64_t* codes,
-                                           uint8_t* scales) {
-  if (lane < n) {
-    const int e = first + lane;
-    const BlockCodes r = lean_finish<M>(q.w[e][0], q.w[e][1], tab, gs, c);
-    codes[q.blk[e]] = r.codes;
-    scales[q.blk[e]] = r.scale;
-  }
-}
-
-// Block i from its 32 bytes (a, b), if `valid`: stored, or for an error rule queued when
-// lean_try leaves it; a full queue (32 or more) drains its last 32. Called by the whole warp.
-template <QuantMode M, int kN>
-__device__ __forceinline__ void lean_step(const uint4& a, const uint4& b, bool valid, uint32_t i,
-                                          const LeanEntry* tab, const GlobalScale& gs,
-                                          const ErrorConsts& c, uint64_t* codes, uint8_t* scales,
-                                          LeanQueue<kN>& q, int& qn, int lane) {
+// lean_block of block i from its 32 bytes (a, b), stored.
+template <QuantMode M>
+__device__ __forceinline__ void lean_store(const uint4& a, const uint4& b, const LeanEntry* tab,
+                                           const GlobalScale& gs, const ErrorConsts& c,
+                                           uint64_t* codes, uint8_t* scales, int64_t i) {
   const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-  BlockCodes r;
-  const bool done = !valid || lean_try<M>(w, tab, gs, r);
-  if (valid && done) {
-    codes[i] = r.codes;
-    scales[i] = r.scale;
-  }
-  if constexpr (is_error_rule<M>()) {
-    const unsigned left = __ballot_sync(0xFFFFFFFFu, !done);
-    if (left != 0u) {  // uniform
-      if (!done) {
-        const int e = qn + __popc(left & ((1u << lane) - 1u));
-        q.w[e][0] = a;
-        q.w[e][1] = b;
-        q.blk[e] = i;
-      }
-      qn += __popc(left);
-      if (qn >= 32) {
-        __syncwarp();  // the entries are visible to the whole warp
-        lean_drain<M>(q, qn - 32, 32, lane, tab, gs, c, codes, scales);
-        qn -= 32;
-        __syncwarp();  // read before they are overwritten
-      }
-    }
-  }
+  const BlockCodes r = lean_block<M>(w, tab, gs, c);
+  codes[i] = r.codes;
+  scales[i] = r.scale;
 }
 
 // Per-tensor scope, fewer than 2^31 blocks: the same blocks without the group-scope checks,
 // 32-bit block indices, grid-stride (thread t of the grid: blocks t, t + S, ...), the loop
 // unrolled by two so the next block's registers alternate between two sets (nothing copied).
-// The loop runs while the warp's first block is in range (uniform, for the queue's ballots).
 template <QuantMode M, int kMinCtas = kLeanTensorMinCtas>  // kMinCtas: open for dev/lean_lab.cu
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_rows_lean_tensor_kernel(const QuantizeParams p) {
-  constexpr int kN = is_error_rule<M>() ? kLeanQueue : 1;
   __shared__ LeanEntry s_tab[256];
-  __shared__ LeanQueue<kN> s_q[kLeanThreads / 32];
   const ErrorConsts consts = error_consts(p.bound);
   const GlobalScale gs = global_scale(p.amax[0], p.bound);
   fill_lean_table<M>(s_tab, gs, consts);
   const uint32_t total = static_cast<uint32_t>(p.rows * (p.cols / 16));  // < 2^31 (host)
   const uint32_t stride = gridDim.x * kLeanThreads;
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  LeanQueue<kN>& q = s_q[threadIdx.x / 32];
-  int qn = 0;  // entries in q (uniform)
   uint32_t blk = blockIdx.x * kLeanThreads + threadIdx.x;
   const uint4* src = static_cast<const uint4*>(p.x);
   uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
   uint4 a0{}, a1{}, b0{}, b1{};
   if (blk < total) a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
-  while (blk - lane < total) {
+  while (blk < total) {
     const uint32_t nb = blk + stride;  // < 2^32: total < 2^31 and stride < 2^31
     if (nb < total) b0 = load_x16(src + 2 * int64_t{nb}), b1 = load_x16(src + 2 * int64_t{nb} + 1);
-    lean_step<M>(a0, a1, blk < total, blk, s_tab, gs, consts, codes, p.scales, q, qn, lane);
-    if (nb - lane >= total) break;
+    lean_store<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
+    if (nb >= total) break;
     blk = nb + stride;
     if (blk < total)
       a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
-    lean_step<M>(b0, b1, nb < total, nb, s_tab, gs, consts, codes, p.scales, q, qn, lane);
-  }
-  if constexpr (is_error_rule<M>()) {
-    __syncwarp();
-    lean_drain<M>(q, 0, qn, lane, s_tab, gs, consts, codes, p.scales);
+    lean_store<M>(b0, b1, s_tab, gs, consts, codes, p.scales, nb);
   }
 }
 
