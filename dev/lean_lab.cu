@@ -69,15 +69,12 @@ std::vector<Variant> variants() {
     v.push_back({"AoS table (control)", [](const QuantizeParams& p) {
                    launch_blocks<kLeanThreads>(lean_table_kernel<M, AosTable>, p);
                  }});
-    v.push_back({"compact table", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(lean_table_kernel<M, CompactTable>, p);
-                 }});
     v.push_back({"compact table, 6 CTAs", [](const QuantizeParams& p) {
                    launch_blocks<kLeanThreads>(lean_table_kernel<M, CompactTable, 6>, p);
                  }});
-    v.push_back({"ceiling: no E4M3 code conversions", [](const QuantizeParams& p) {
+    v.push_back({"ceiling: no slow path", [](const QuantizeParams& p) {
                    launch_blocks<kLeanThreads>(
-                       lean_table_kernel<M, AosTable, 5, Ceiling::kNoCvt>, p);
+                       lean_table_kernel<M, AosTable, 5, Ceiling::kNoSlow>, p);
                  }});
     v.push_back({"ceiling: no table loads", [](const QuantizeParams& p) {
                    launch_blocks<kLeanThreads>(

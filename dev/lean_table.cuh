@@ -8,9 +8,11 @@
 //                 RN(b * inv_s) < 7/64 with inv_s NaN where the entry admits nothing (inv_s
 //                 not normal, or K NaN: grid::fast_limit's 0), the bound's K term computed.
 // The error rules only; the results are those of lean_block (the lab compares them bytewise).
-// Two timing ceilings (wrong results, the lab reports them unequal): Ceiling::kNoCvt, the E4M3
+// Timing ceilings (wrong results, the lab reports them unequal): Ceiling::kNoCvt, the E4M3
 // code conversions (F2FP) replaced by an XOR; Ceiling::kNoTable, no table loads (every block
-// takes entry 0x60 from registers, admitted and decided).
+// takes entries 0x60 and 0x64 from registers as its two candidates', admitted; two distinct
+// entries, or the compiler merges the candidates); Ceiling::kNoSlow, the table loads kept and
+// every block admitted and decided (no lean_slow).
 #pragma once
 
 #include <cstdint>
@@ -74,7 +76,7 @@ struct CompactTable {
   }
 };
 
-enum class Ceiling { kNone, kNoCvt, kNoTable };
+enum class Ceiling { kNone, kNoCvt, kNoTable, kNoSlow };
 __device__ __forceinline__ grid::CodeWords fake_even_odd(const float* g) {  // kNoCvt
   return grid::CodeWords{num::bits(g[0]) ^ num::bits(g[2]) ^ num::bits(g[4]),
                          num::bits(g[1]) ^ num::bits(g[3]) ^ num::bits(g[5]) ^ num::bits(g[6])};
@@ -84,7 +86,8 @@ __device__ __forceinline__ grid::CodeWords fake_even_odd(const float* g) {  // k
 template <QuantMode M, class Tab, Ceiling kC = Ceiling::kNone>
 __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], const Tab& tab,
                                                      const GlobalScale& g, const ErrorConsts& c,
-                                                     const LeanEntry& fixed) {
+                                                     const LeanEntry& fixed6,
+                                                     const LeanEntry& fixed4) {
   static_assert(is_error_rule<M>(), "error rules only");
   constexpr Rule kRule = rule_of<M>();
   float x[16];
@@ -96,7 +99,7 @@ __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], con
   LeanEntry t6, t4;
   bool fast;
   if constexpr (kC == Ceiling::kNoTable) {
-    t6 = t4 = fixed;
+    t6 = fixed6, t4 = fixed4;
     fast = true;
   } else {
     t6 = tab.template get<M>(s6), t4 = tab.template get<M>(s4);
@@ -111,9 +114,9 @@ __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], con
   const float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
   const grid::CodeWords a4 = kC == Ceiling::kNoCvt ? fake_even_odd(gv) : grid::even_odd_s(gv),
                         b4 = kC == Ceiling::kNoCvt ? fake_even_odd(gv + 8) : grid::even_odd_s(gv + 8);
-  const bool undecided = kC != Ceiling::kNoTable && s4 != s6 && !(fabsf(num::sub(e4, e6)) >
+  const bool undecided = kC != Ceiling::kNoSlow && s4 != s6 && !(fabsf(num::sub(e4, e6)) >
                                        grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
-  if (!fast || undecided) {
+  if ((kC != Ceiling::kNoSlow && !fast) || undecided) {
     Block16 xb;
 #pragma unroll
     for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
@@ -132,7 +135,7 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas) lean_table_kernel(cons
   const ErrorConsts consts = error_consts(p.bound);
   const GlobalScale gs = global_scale(p.amax[0], p.bound);
   s_tab.template fill<M>(gs, consts);
-  const LeanEntry fixed = s_tab.template get<M>(0x60);
+  const LeanEntry fixed6 = s_tab.template get<M>(0x60), fixed4 = s_tab.template get<M>(0x64);
   const uint32_t total = static_cast<uint32_t>(p.rows * (p.cols / 16));
   const uint32_t stride = gridDim.x * kLeanThreads;
   uint32_t blk = blockIdx.x * kLeanThreads + threadIdx.x;
@@ -140,7 +143,7 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas) lean_table_kernel(cons
   uint64_t* codes = reinterpret_cast<uint64_t*>(p.codes);
   auto store = [&](const uint4& a, const uint4& b, uint32_t i) {
     const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    const BlockCodes r = lean_block_tab<M, Tab, kC>(w, s_tab, gs, consts, fixed);
+    const BlockCodes r = lean_block_tab<M, Tab, kC>(w, s_tab, gs, consts, fixed6, fixed4);
     codes[i] = r.codes;
     p.scales[i] = r.scale;
   };
