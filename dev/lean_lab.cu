@@ -1,6 +1,7 @@
-// Lab for the bf16 lean quantizers (dev/, not built by CMake): the lean rows kernel and a
-// tensor-only loop around lean_block (quantize_lean.cuh) against the general rows kernel, and the
-// dev/ lean row+col and 16x16 kernels against the tile kernel, in one process. Every
+// Lab for the bf16 lean quantizers (dev/, not built by CMake): the lean rows kernels
+// (quantize_lean.cuh) and the table layouts and timing ceilings of dev/lean_table.cuh against the
+// general rows kernel, and the dev/ lean row+col and 16x16 kernels against the tile kernel, in one
+// process. Every
 // variant's codes and scales are compared bytewise with its reference's (which the CUDA test
 // suite checks against the CPU reference), then timed like bench/bench_quantize.cu (CUDA events,
 // median, two rotating inputs larger than L2) against a device copy measured in the same run.
