@@ -10,7 +10,8 @@
 //   - the block amax comes from packed bf16 maxima of the raw words (packed_amax), the signs
 //     from byte permutes of the raw words straight into the code words (grid::signed_codes8);
 //   - error rules: both candidates are computed for every block and one branch at the end sends
-//     the blocks the fast path does not admit or decide to lean_slow (out of line);
+//     the blocks the fast path does not admit to lean_reference and those it does not decide to
+//     lean_exact_four, which returns only the choice (both out of line);
 //   - the loop has no cursors: block i of the tensor is row-major block i of the outputs, and
 //     each thread loads its next block straight into registers (no shared-memory ring); per
 //     tensor (quantize_rows_lean_tensor_kernel) the loop has no group state, 32-bit indices
@@ -82,28 +83,34 @@ __device__ __forceinline__ float packed_amax(const uint32_t (&w)[8]) {
   return max_nan(num::from_bits(m & 0x7FFF0000u), fabsf(num::from_bits(m << 16)));
 }
 
-// The blocks of an error rule that lean_block does not finish: not admitted by the fast path
-// (`fast` false: the reference path) or admitted and undecided by the approximate errors (the
-// exact errors, then the chosen candidate's codes). Out of line: rare.
+// The blocks of an error rule that lean_block does not finish, out of line (rare): those the
+// fast path does not admit take the reference path (lean_reference); for those it admits but
+// whose approximate errors do not decide (nearly all exact ties e4 == e6 with s4 != s6),
+// lean_exact_four gives the choice from the exact errors and lean_block keeps the codes it has.
+// The block travels as its 32 raw bytes (a, b).
 template <QuantMode M>
-__device__ __noinline__ BlockCodes lean_slow(const Block16 xb, float b, const GlobalScale g,
-                                             const ErrorConsts c, bool fast, uint32_t s6,
-                                             uint32_t s4, float inv6_s, float inv4_s) {
-  constexpr Rule kRule = rule_of<M>();
+__device__ __noinline__ BlockCodes lean_reference(const uint4 a, const uint4 b, const GlobalScale g,
+                                                  const ErrorConsts c) {
+  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
   float x[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) x[i] = xb.v[i];
-  if (!fast) return reference_block_4over6<M, false>(x, b, g, c, 0u);
-  float gv[16];
+  unpack_words(w, x);
+  return reference_block_4over6<M, false>(x, packed_amax(w), g, c, 0u);
+}
+template <QuantMode M>
+__device__ __noinline__ bool lean_exact_four(const uint4 a, const uint4 b, const GlobalScale g,
+                                             const ErrorConsts c, uint32_t s6, uint32_t s4,
+                                             float inv6_s, float inv4_s) {
+  constexpr Rule kRule = rule_of<M>();
+  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  float x[16], gv[16];
+  unpack_words(w, x);
   grid_values_s(x, inv6_s, gv);
   const float e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax,
                                             c.denom, c.rdenom, 64.0f);
   grid_values_s(x, inv4_s, gv);
   const float e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax,
                                             c.denom, c.rdenom, 64.0f);
-  const bool four = num::pick_map4(e4, e6);
-  grid_values_s(x, four ? inv4_s : inv6_s, gv);
-  return BlockCodes{pack_codes_s(gv) | sign_nibbles(x), static_cast<uint8_t>(four ? s4 : s6)};
+  return num::pick_map4(e4, e6);
 }
 
 // One 1x16 block from its 8 raw bf16 words (element 2j low half of w[j]); quantize_block's
@@ -151,13 +158,14 @@ __device__ __forceinline__ BlockCodes lean_block(const uint32_t (&w)[8], const L
     // Equal scales give equal errors: 6, never undecided.
     const bool undecided = s4 != s6 && !(fabsf(num::sub(e4, e6)) >
                                          grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
-    if (!fast || undecided) {
-      Block16 xb;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-      return lean_slow<M>(xb, b, g, c, fast, s6, s4, t6.inv_s, t4.inv_s);
+    bool four;
+    if (!fast || undecided) {  // one branch to the rare blocks
+      const uint4 a = make_uint4(w[0], w[1], w[2], w[3]), bw = make_uint4(w[4], w[5], w[6], w[7]);
+      if (!fast) return lean_reference<M>(a, bw, g, c);
+      four = lean_exact_four<M>(a, bw, g, c, s6, s4, t6.inv_s, t4.inv_s);
+    } else {
+      four = num::pick_map4(e4, e6);
     }
-    const bool four = num::pick_map4(e4, e6);
     const uint32_t lo = grid::signed_codes8(four ? a4 : a6, w);
     const uint32_t hi = grid::signed_codes8(four ? b4 : b6, w + 4);
     return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};
