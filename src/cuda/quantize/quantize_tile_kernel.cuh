@@ -25,21 +25,15 @@
 // Narrow scattered stores fill the memory pipeline that the shuffles and shared loads also need
 // (Nsight Compute, 2026-12-03).
 // Needs rows % 16 == 0 and cols % 16 == 0, so validity is uniform per half-warp.
-// bf16, 1x16 blocks, an error rule, a per-tensor amax, no RHT ("lean" units): every block goes
-// through lean_block (quantize_lean.cuh, the arithmetic of the lean rows kernel) with CTA-shared
-// LeanEntry tables (rowwise, columnwise) in the stage area, which only band pairs use; the other
-// cases through quantize_block. Same results either way (both are the N3 contract).
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "common/numerics.h"
 #include "cuda/common/group_offsets.cuh"
 #include "cuda/common/tensor_io.cuh"
 #include "cuda/quantize/quantize_block.cuh"
 #include "cuda/quantize/quantize_kernel_parts.cuh"
-#include "cuda/quantize/quantize_lean.cuh"
 #include "cuda/quantize/quantize_params.h"
 
 namespace f46::cuda {
@@ -128,8 +122,7 @@ __device__ __forceinline__ bool pair_staged(const QuantizeParams& p, int64_t row
   return p.pair_cols && (row0 | (2 * kUnitRows - 1)) < p.rows && col0 + kUnitCols <= p.cols;
 }
 
-// kLeanOk false: every block through quantize_block (dev/lean_lab.cu's control).
-template <typename T, QuantMode M, bool kTile16, bool kLeanOk = true>
+template <typename T, QuantMode M, bool kTile16>
 __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     quantize_tile_kernel(const QuantizeParams p) {
   static_assert(kUnitRows == 32 && kUnitCols == 64 && kTileThreads == 32 * kTileWarps,
@@ -155,12 +148,6 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   uint8_t* const stage = base + L::stage_offset(per_tensor) + warp * PairStage::kBytes;
   int32_t* const s_offs = reinterpret_cast<int32_t*>(base + L::bytes(per_tensor));
   if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
-  constexpr bool kLeanT = kLeanOk && std::is_same_v<T, Bf16> && !kTile16 && is_error_rule<M>();
-  static_assert(L::kStageBytes >= 512 * static_cast<int>(sizeof(LeanEntry)), "lean tables");
-  // Lean units (uniform over the CTA): the tables for rows (0..255) and columns (256..511).
-  const bool lean = kLeanT && p.scope == ScopeKind::kTensor && !p.rht_rowwise &&
-                    !p.rht_columnwise && !p.stochastic;
-  LeanEntry* const lean_tab = reinterpret_cast<LeanEntry*>(base + L::stage_offset(true));
 
   const unsigned half_mask = 0xFFFFu << (lane & 16);
   const int32_t units_x = static_cast<int32_t>((p.cols + kUnitCols - 1) / kUnitCols);
@@ -214,14 +201,7 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
 
   const ErrorConsts consts = error_consts(p.bound);
   float tab_amax = 0.0f, tab_amax_t = 0.0f;  // the tables' amaxes
-  GlobalScale lgs{}, lgs_t{};                 // lean units: the rows' and columns' scales
-  if (lean) {
-    lgs = global_scale(p.amax[0], p.bound);
-    lgs_t = global_scale(amax_t[0], p.bound);
-    for (int s = static_cast<int>(threadIdx.x); s < 512; s += kTileThreads)
-      lean_tab[s] = lean_entry<M>(s & 255, s < 256 ? lgs : lgs_t, consts);
-    __syncthreads();
-  } else if (per_tensor) {  // the CTA's shared tables, filled once
+  if (per_tensor) {                          // the CTA's shared tables, filled once
     if (p.rowwise) tab_amax = fill_scale_table(tab, p.amax[0], consts, p.bound).amax;
     if (p.columnwise) tab_amax_t = fill_scale_table(tab_t, amax_t[0], consts, p.bound).amax;
   }
@@ -289,27 +269,18 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         for (int v = 0; v < kVecs; ++v)
           raw.w[v] =
               *reinterpret_cast<const uint4*>(unit + r * L::kRowBytes + (cb * kVecs + v) * 16);
-        BlockCodes b;
-        if (kLeanT && lean) {
-          if constexpr (kLeanT) {
-            const uint32_t w[8] = {raw.w[0].x, raw.w[0].y, raw.w[0].z, raw.w[0].w,
-                                   raw.w[1].x, raw.w[1].y, raw.w[1].z, raw.w[1].w};
-            b = lean_block<M>(w, lean_tab, lgs, consts);
-          }
-        } else {
-          float x[16];
-          unpack16<T>(raw, x);
-          if (p.rht_rowwise) {
-            float y[16];
-            num::rht16(x, y);  // N7
+        float x[16];
+        unpack16<T>(raw, x);
+        if (p.rht_rowwise) {
+          float y[16];
+          num::rht16(x, y);  // N7
 #pragma unroll
-            for (int j = 0; j < 16; ++j) x[j] = y[j];
-          }
-          update_global_scale(gs, s_amax[r], p.bound);
-          const TableRef tr{tab, num::bits(gs.amax) == num::bits(tab_amax)};
-          b = quantize_block<M, kTile16>(x, gs, consts, p.stochastic, p.seed, p.offset,
-                                         row * p.cols + col, half_mask, tr);
+          for (int j = 0; j < 16; ++j) x[j] = y[j];
         }
+        update_global_scale(gs, s_amax[r], p.bound);
+        const TableRef tr{tab, num::bits(gs.amax) == num::bits(tab_amax)};
+        const BlockCodes b = quantize_block<M, kTile16>(
+            x, gs, consts, p.stochastic, p.seed, p.offset, row * p.cols + col, half_mask, tr);
         if (!gather) {
           store_block(p.codes + row * p.codes_stride + col / 2,
                       p.scales + row * p.scales_stride + col / 16, b);
@@ -333,36 +304,23 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
         const int rb = jr & 1, c = lane + 32 * (jr >> 1);
         const int64_t ccol = col0 + c, row = row0 + 16 * rb;
         if (ccol >= p.cols || row >= p.rows) continue;  // uniform per half-warp
-        BlockCodes b;
-        if (kLeanT && lean) {
-          if constexpr (kLeanT) {  // the column's 16 bf16 values, two rows to a word
-            const uint8_t* e = unit + 16 * rb * L::kRowBytes + c * kES;
-            uint32_t w[8];
+        float x[16];
 #pragma unroll
-            for (int i = 0; i < 8; ++i)
-              w[i] = grid::byte_perm(*reinterpret_cast<const uint16_t*>(e + 2 * i * L::kRowBytes),
-                                     *reinterpret_cast<const uint16_t*>(e + (2 * i + 1) * L::kRowBytes),
-                                     0x5410u);
-            b = lean_block<M>(w, lean_tab + 256, lgs_t, consts);
-          }
-        } else {
-          float x[16];
+        for (int i = 0; i < 16; ++i)
+          x[i] = to_float(
+              T{}, *reinterpret_cast<const S*>(unit + (16 * rb + i) * L::kRowBytes + c * kES));
+        if (p.rht_columnwise) {
+          float y[16];
+          num::rht16(x, y);
 #pragma unroll
-          for (int i = 0; i < 16; ++i)
-            x[i] = to_float(
-                T{}, *reinterpret_cast<const S*>(unit + (16 * rb + i) * L::kRowBytes + c * kES));
-          if (p.rht_columnwise) {
-            float y[16];
-            num::rht16(x, y);
-#pragma unroll
-            for (int i = 0; i < 16; ++i) x[i] = y[i];
-          }
-          // The block's 16 rows lie in one group (offsets % 16 == 0); its first row decides.
-          update_global_scale(gs_t, s_amax_t[16 * rb], p.bound);
-          const TableRef tr{tab_t, num::bits(gs_t.amax) == num::bits(tab_amax_t)};
-          b = quantize_block<M, kTile16>(x, gs_t, consts, p.stochastic, p.seed, p.offset,
-                                         p.rows * p.cols + ccol * p.rows + row, half_mask, tr);
+          for (int i = 0; i < 16; ++i) x[i] = y[i];
         }
+        // The block's 16 rows lie in one group (offsets % 16 == 0); its first row decides.
+        update_global_scale(gs_t, s_amax_t[16 * rb], p.bound);
+        const TableRef tr{tab_t, num::bits(gs_t.amax) == num::bits(tab_amax_t)};
+        const BlockCodes b =
+            quantize_block<M, kTile16>(x, gs_t, consts, p.stochastic, p.seed, p.offset,
+                                       p.rows * p.cols + ccol * p.rows + row, half_mask, tr);
         if (!gather) {
           store_block(p.codes_t + ccol * p.codes_t_stride + row / 2,
                       p.scales_t + ccol * p.scales_t_stride + row / 16, b);
