@@ -20,8 +20,8 @@
 #include "../bench/bench_util.h"
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
-#include "lean_table.cuh"
 #include "lean_rowcol.cuh"
+#include "lean_table.cuh"
 #include "lean_tile16.cuh"
 
 namespace {
@@ -74,12 +74,12 @@ std::vector<Variant> variants() {
                    launch_blocks<kLeanThreads>(lean_table_kernel<M, CompactTable, 6>, p);
                  }});
     v.push_back({"ceiling: no slow path", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(
-                       lean_table_kernel<M, AosTable, 5, Ceiling::kNoSlow>, p);
+                   launch_blocks<kLeanThreads>(lean_table_kernel<M, AosTable, 5, Ceiling::kNoSlow>,
+                                               p);
                  }});
     v.push_back({"ceiling: no table loads", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(
-                       lean_table_kernel<M, AosTable, 5, Ceiling::kNoTable>, p);
+                   launch_blocks<kLeanThreads>(lean_table_kernel<M, AosTable, 5, Ceiling::kNoTable>,
+                                               p);
                  }});
   }
   return v;

@@ -27,8 +27,8 @@ namespace f46::cuda {
 // the exact errors and then the chosen candidate's codes again.
 template <QuantMode M>
 __device__ __noinline__ BlockCodes lean_slow_old(const Block16 xb, float b, const GlobalScale g,
-                                             const ErrorConsts c, bool fast, uint32_t s6,
-                                             uint32_t s4, float inv6_s, float inv4_s) {
+                                                 const ErrorConsts c, bool fast, uint32_t s6,
+                                                 uint32_t s4, float inv6_s, float inv4_s) {
   constexpr Rule kRule = rule_of<M>();
   float x[16];
 #pragma unroll
@@ -134,13 +134,16 @@ __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], con
   grid_values_s(x, t6.inv_s, gv);
   const float e6 = grid::approx_error<kRule>(x, gv, t6.k64);
   const grid::CodeWords a6 = kC == Ceiling::kNoCvt ? fake_even_odd(gv) : grid::even_odd_s(gv),
-                        b6 = kC == Ceiling::kNoCvt ? fake_even_odd(gv + 8) : grid::even_odd_s(gv + 8);
+                        b6 = kC == Ceiling::kNoCvt ? fake_even_odd(gv + 8)
+                                                   : grid::even_odd_s(gv + 8);
   grid_values_s(x, t4.inv_s, gv);
   const float e4 = grid::approx_error<kRule>(x, gv, t4.k64);
   const grid::CodeWords a4 = kC == Ceiling::kNoCvt ? fake_even_odd(gv) : grid::even_odd_s(gv),
-                        b4 = kC == Ceiling::kNoCvt ? fake_even_odd(gv + 8) : grid::even_odd_s(gv + 8);
-  const bool undecided = kC != Ceiling::kNoSlow && s4 != s6 && !(fabsf(num::sub(e4, e6)) >
-                                       grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
+                        b4 = kC == Ceiling::kNoCvt ? fake_even_odd(gv + 8)
+                                                   : grid::even_odd_s(gv + 8);
+  const bool undecided =
+      kC != Ceiling::kNoSlow && s4 != s6 &&
+      !(fabsf(num::sub(e4, e6)) > grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
   if ((kC != Ceiling::kNoSlow && !fast) || undecided) {
     Block16 xb;
 #pragma unroll
@@ -155,7 +158,8 @@ __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], con
 
 // quantize_rows_lean_tensor_kernel with the table `Tab`.
 template <QuantMode M, class Tab, int kMinCtas = kLeanTensorMinCtas, Ceiling kC = Ceiling::kNone>
-__global__ void __launch_bounds__(kLeanThreads, kMinCtas) lean_table_kernel(const QuantizeParams p) {
+__global__ void __launch_bounds__(kLeanThreads, kMinCtas)
+    lean_table_kernel(const QuantizeParams p) {
   __shared__ Tab s_tab;
   const ErrorConsts consts = error_consts(p.bound);
   const GlobalScale gs = global_scale(p.amax[0], p.bound);
