@@ -4,7 +4,8 @@
 # the lean kernels against the rows / tile kernels, bytewise, same run), then memcheck +
 # racecheck (all through dev/gpu_quantize.sh). Logs under $OUT.
 #   OUT=... [T_TESTS= T_BENCH= T_LAB= (0: no lab) LAB_ITERS= T_NCU= NCU_KERNELS= (needs the lab)
-#   T_SAN=] dev/gpu_lean.sh   (T_TESTS=0 / T_BENCH=0 / T_SAN=0: skip that step)
+#   T_SAN=] dev/gpu_lean.sh   (T_TESTS=0 / T_BENCH=0 / T_SAN=0: skip that step; the lab reads
+#   LAB_MAE_ONLY, LAB_ROWS_ONLY, LAB_RC_ONLY)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OUT=${OUT:-$PWD/gpu-out}

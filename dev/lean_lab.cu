@@ -168,11 +168,14 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     };
-    run_mode("MAE", variants<QuantMode::kMAE>(), 256.0f);
-    if (std::getenv("LAB_MAE_ONLY")) return all_equal ? 0 : 1;  // (profiling: one shape, MAE)
-    run_mode("MSE", variants<QuantMode::kMSE>(), 256.0f);
-    if (std::getenv("LAB_ROWS_ONLY")) continue;  // rowwise MAE / MSE only
-    run_mode("all6", variants<QuantMode::kAll6>(), 256.0f);
+    const bool rc_only = std::getenv("LAB_RC_ONLY") != nullptr;  // row+col and 16x16 only
+    if (!rc_only) {
+      run_mode("MAE", variants<QuantMode::kMAE>(), 256.0f);
+      if (std::getenv("LAB_MAE_ONLY")) return all_equal ? 0 : 1;  // (profiling: one shape, MAE)
+      run_mode("MSE", variants<QuantMode::kMSE>(), 256.0f);
+      if (std::getenv("LAB_ROWS_ONLY")) continue;  // rowwise MAE / MSE only
+      run_mode("all6", variants<QuantMode::kAll6>(), 256.0f);
+    }
     // Row + col: the tile kernel (reference) against the lean row+col kernel.
     uint8_t *codes_t, *scales_t;
     BENCH_CUDA(cudaMalloc(&codes_t, n / 2));
