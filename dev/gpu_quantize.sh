@@ -2,7 +2,7 @@
 # GPU lab run for the CUDA quantization kernels (engineer F): configure + build the tests and
 # the benchmark, run the CUDA quantize/amax/pad tests, compute-sanitizer memcheck + racecheck on
 # a small filter, then bench_quantize. Logs go to $OUT (default: ./gpu-out).
-#   dev/gpu_quantize.sh [tests|sanitize|bench|all]   (default all)
+#   dev/gpu_quantize.sh [build|tests|sanitize|bench|all]   (default all; build: the build alone)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}

@@ -8,13 +8,14 @@
 //                 RN(b * inv_s) < 7/64 with inv_s NaN where the entry admits nothing (inv_s
 //                 not normal, or K NaN: grid::fast_limit's 0), the bound's K term computed.
 // The error rules only; the results are those of lean_block (the lab compares them bytewise).
-// Their slow path is the one lean_block had until 2026-12-05 (lean_slow_old), so the AoS table is
-// the control of that form.
+// Their rare blocks go to lean_block's lean_reference / lean_exact_four, so the AoS table is the
+// src arithmetic in this loop (the control). Until commit 6d2aa6a the control kept the former
+// slow path (bench/RESULTS.md, 2026-12-05 evening, measured with that form).
 // Timing ceilings (wrong results, the lab reports them unequal): Ceiling::kNoCvt, the E4M3
 // code conversions (F2FP) replaced by an XOR; Ceiling::kNoTable, no table loads (every block
 // takes entries 0x60 and 0x64 from registers as its two candidates', admitted; two distinct
 // entries, or the compiler merges the candidates); Ceiling::kNoSlow, the table loads kept and
-// every block admitted and decided (no lean_slow_old).
+// every block admitted and decided (no out-of-line path).
 #pragma once
 
 #include <cstdint>
@@ -22,29 +23,6 @@
 #include "cuda/quantize/quantize_lean.cuh"
 
 namespace f46::cuda {
-
-// The control's slow path (quantize_lean.cuh before 2026-12-05 evening): the reference path, or
-// the exact errors and then the chosen candidate's codes again.
-template <QuantMode M>
-__device__ __noinline__ BlockCodes lean_slow_old(const Block16 xb, float b, const GlobalScale g,
-                                                 const ErrorConsts c, bool fast, uint32_t s6,
-                                                 uint32_t s4, float inv6_s, float inv4_s) {
-  constexpr Rule kRule = rule_of<M>();
-  float x[16];
-#pragma unroll
-  for (int i = 0; i < 16; ++i) x[i] = xb.v[i];
-  if (!fast) return reference_block_4over6<M, false>(x, b, g, c, 0u);
-  float gv[16];
-  grid_values_s(x, inv6_s, gv);
-  const float e6 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax,
-                                            c.denom, c.rdenom, 64.0f);
-  grid_values_s(x, inv4_s, gv);
-  const float e4 = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax,
-                                            c.denom, c.rdenom, 64.0f);
-  const bool four = num::pick_map4(e4, e6);
-  grid_values_s(x, four ? inv4_s : inv6_s, gv);
-  return BlockCodes{pack_codes_s(gv) | sign_nibbles(x), static_cast<uint8_t>(four ? s4 : s6)};
-}
 
 struct AosTable {  // the src layout (control)
   LeanEntry e[256];
@@ -144,13 +122,14 @@ __device__ __forceinline__ BlockCodes lean_block_tab(const uint32_t (&w)[8], con
   const bool undecided =
       kC != Ceiling::kNoSlow && s4 != s6 &&
       !(fabsf(num::sub(e4, e6)) > grid::lean_bound<kRule>(e6, e4, t6.kterm, t4.kterm));
+  bool four;
   if ((kC != Ceiling::kNoSlow && !fast) || undecided) {
-    Block16 xb;
-#pragma unroll
-    for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-    return lean_slow_old<M>(xb, b, g, c, fast, s6, s4, t6.inv_s, t4.inv_s);
+    const uint4 a = make_uint4(w[0], w[1], w[2], w[3]), bw = make_uint4(w[4], w[5], w[6], w[7]);
+    if (!fast) return lean_reference<M>(a, bw, g, c);
+    four = lean_exact_four<M>(a, bw, g, c, s6, s4, t6.inv_s, t4.inv_s);
+  } else {
+    four = num::pick_map4(e4, e6);
   }
-  const bool four = num::pick_map4(e4, e6);
   const uint32_t lo = grid::signed_codes8(four ? a4 : a6, w);
   const uint32_t hi = grid::signed_codes8(four ? b4 : b6, w + 4);
   return BlockCodes{lo | (static_cast<uint64_t>(hi) << 32), static_cast<uint8_t>(four ? s4 : s6)};

@@ -10,15 +10,21 @@ cols = rows[head]
 src = cols.index("Source")
 ex = next(i for i, c in enumerate(cols) if c.startswith("Warp Instructions Executed")
           or c == "Instructions Executed")
+
+
+def counted(col):
+    """(line, count in column col, source text) of the instruction rows that have a count."""
+    for k, r in enumerate(rows[head + 1:]):
+        if len(r) <= max(src, col):
+            continue
+        try:
+            yield k, int(float(r[col].replace(",", "") or 0)), r[src].strip()
+        except ValueError:
+            continue
+
+
 by_op, blocks, total = Counter(), [], 0
-for r in rows[head + 1:]:
-    if len(r) <= max(src, ex):
-        continue
-    try:
-        n = int(float(r[ex].replace(",", "") or 0))
-    except ValueError:
-        continue
-    text = r[src].strip()
+for _, n, text in counted(ex):
     op = text.split()[0] if text else "?"
     if op.startswith("@"):
         op = text.split()[1]
@@ -39,16 +45,8 @@ for text, n, k in blocks:
 # context left to the reader of the CSV.
 samp = next((i for i, c in enumerate(cols) if "Stall Sampling (All" in c), None)
 if samp is not None:
-    hot, all_s = [], 0
-    for k, r in enumerate(rows[head + 1:]):
-        if len(r) <= max(src, samp):
-            continue
-        try:
-            n = int(float(r[samp].replace(",", "") or 0))
-        except ValueError:
-            continue
-        all_s += n
-        hot.append((n, k, r[src].strip()[:70]))
+    hot = [(n, k, text[:70]) for k, n, text in counted(samp)]
+    all_s = sum(n for n, _, _ in hot)
     print(f"stall samples ({cols[samp]}): {all_s}; top instructions (line, share):")
     for n, k, text in sorted(hot, reverse=True)[:30]:
         print(f"{k:6d} {100.0 * n / max(all_s, 1):5.1f}%  {text}")
