@@ -7,6 +7,11 @@
 // median, two rotating inputs larger than L2) against a device copy measured in the same run.
 //   nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
 //        dev/lean_lab.cu -o /tmp/lean_lab && /tmp/lean_lab [iters]
+// Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE and
+// MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_TMA_ONLY (rowwise: the src kernels and the TMA
+// ring of dev/lean_tma.cuh only), LAB_RC_ONLY (row+col and 16x16), LAB_T16_ONLY (16x16 only:
+// the tile kernel against dev/lean_tile16.cuh and dev/lean_tile16_lanes.cuh). The binary can be
+// built here and carried to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -23,6 +28,8 @@
 #include "lean_rowcol.cuh"
 #include "lean_table.cuh"
 #include "lean_tile16.cuh"
+#include "lean_tile16_lanes.cuh"
+#include "lean_tma.cuh"
 
 namespace {
 using namespace f46::cuda;
@@ -66,6 +73,19 @@ std::vector<Variant> variants() {
   v.push_back({"lean tensor kernel (src)", [](const QuantizeParams& p) {
                  launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M>, p);
                }});
+  v.push_back({"TMA ring, 4 stages, 5 CTAs", [](const QuantizeParams& p) {  // dev/lean_tma.cuh
+                 launch_blocks<kLeanThreads>(lean_tma_kernel<M, 4, 5>, p);
+               }});
+  v.push_back({"TMA ring, 6 stages, 5 CTAs", [](const QuantizeParams& p) {
+                 launch_blocks<kLeanThreads>(lean_tma_kernel<M, 6, 5>, p);
+               }});
+  v.push_back({"TMA ring, 4 stages, 6 CTAs", [](const QuantizeParams& p) {
+                 launch_blocks<kLeanThreads>(lean_tma_kernel<M, 4, 6>, p);
+               }});
+  v.push_back({"TMA ring, 3 stages, 7 CTAs", [](const QuantizeParams& p) {
+                 launch_blocks<kLeanThreads>(lean_tma_kernel<M, 3, 7>, p);
+               }});
+  if (std::getenv("LAB_TMA_ONLY")) return v;
   if constexpr (is_error_rule<M>()) {  // dev/lean_table.cuh
     v.push_back({"AoS table (control)", [](const QuantizeParams& p) {
                    launch_blocks<kLeanThreads>(lean_table_kernel<M, AosTable>, p);
@@ -168,13 +188,15 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     };
-    const bool rc_only = std::getenv("LAB_RC_ONLY") != nullptr;  // row+col and 16x16 only
+    const bool t16_only = std::getenv("LAB_T16_ONLY") != nullptr;  // 16x16 only
+    const bool rc_only = t16_only || std::getenv("LAB_RC_ONLY");   // row+col and 16x16 only
     if (!rc_only) {
       run_mode("MAE", variants<QuantMode::kMAE>(), 256.0f);
       if (std::getenv("LAB_MAE_ONLY")) return all_equal ? 0 : 1;  // (profiling: one shape, MAE)
       run_mode("MSE", variants<QuantMode::kMSE>(), 256.0f);
       if (std::getenv("LAB_ROWS_ONLY")) continue;  // rowwise MAE / MSE only
       run_mode("all6", variants<QuantMode::kAll6>(), 256.0f);
+      if (std::getenv("LAB_NO_RC")) continue;  // rowwise modes only
     }
     // Row + col: the tile kernel (reference) against the lean row+col kernel.
     uint8_t *codes_t, *scales_t;
@@ -236,16 +258,53 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     };
-    run_rc("MAE", QuantMode::kMAE, 256.0f);
+    if (!t16_only) run_rc("MAE", QuantMode::kMAE, 256.0f);
     {  // 16x16 MAE rowwise: the tile kernel (reference) against dev/lean_tile16.cuh
       std::vector<uint8_t> rc(n / 2), rs(n / 16);
-      for (int k = 0; k < 3; ++k) {
+      const char* names16[] = {"tile kernel (reference)",
+                               "lean 16x16 kernel (dev)",
+                               "lane-per-tile 16x16, 4 CTAs",
+                               "lane-per-tile 16x16, 5 CTAs",
+                               "lane-per-tile 16x16, 6 CTAs",
+                               "quad 16x16, 5 CTAs",
+                               "quad 16x16, 4 CTAs",
+                               "quad 16x16 cp.async ring 3, 4 CTAs",
+                               "quad 16x16 cp.async ring 4, 4 CTAs",
+                               "quad 16x16 cp.async ring 3, 5 CTAs",
+                               "ceiling: quad access pattern, no arithmetic, 4 CTAs",
+                               "ceiling: quad access pattern, no arithmetic, 8 CTAs",
+                               "quad 16x16 register prefetch, 4 CTAs"};
+      for (int k = 0; k < 13; ++k) {
         auto launch = [&](int i) {
           QuantizeParams q = params(i, codes, scales);
           q.wide_rows = true;
+          if (k >= 5) {  // dev/lean_tile16_lanes.cuh, four lanes per tile
+            auto kernel = k == 5    ? tile16_quad_kernel<QuantMode::kMAE, 5, false>
+                          : k == 6  ? tile16_quad_kernel<QuantMode::kMAE, 4, false>
+                          : k == 7  ? tile16_quad_kernel<QuantMode::kMAE, 4, false, 3>
+                          : k == 8  ? tile16_quad_kernel<QuantMode::kMAE, 4, false, 4>
+                          : k == 9  ? tile16_quad_kernel<QuantMode::kMAE, 5, false, 3>
+                          : k == 10 ? tile16_quad_kernel<QuantMode::kMAE, 4, false, 0, true>
+                          : k == 11 ? tile16_quad_kernel<QuantMode::kMAE, 8, false, 0, true>
+                                    : tile16_quad_kernel<QuantMode::kMAE, 4, true>;
+            const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
+            const int grid = std::min<int64_t>((steps + kT16Warps - 1) / kT16Warps,
+                                               resident(kernel, kLeanThreads));
+            kernel<<<grid, kLeanThreads>>>(q);
+            return;
+          }
+          if (k >= 2) {  // dev/lean_tile16_lanes.cuh
+            auto kernel = k == 2   ? tile16_lanes_kernel<QuantMode::kMAE, 4>
+                          : k == 3 ? tile16_lanes_kernel<QuantMode::kMAE, 5>
+                                   : tile16_lanes_kernel<QuantMode::kMAE, 6>;
+            const int64_t strips = R / 16 * ((C + kT16StripCols - 1) / kT16StripCols);
+            const int grid = std::min<int64_t>((strips + kT16Warps - 1) / kT16Warps,
+                                               resident(kernel, kLeanThreads));
+            kernel<<<grid, kLeanThreads>>>(q);
+            return;
+          }
           if (k >= 1) {
-            auto kernel = k == 1 ? quantize_tile16_lean_kernel<QuantMode::kMAE>
-                                 : quantize_tile16_lean_kernel<QuantMode::kMAE, 5>;
+            auto kernel = quantize_tile16_lean_kernel<QuantMode::kMAE>;
             const int64_t steps = R / 16 * (C / 32);
             const int grid =
                 std::min<int64_t>((steps + kLeanThreads / 32 - 1) / (kLeanThreads / 32),
@@ -274,15 +333,13 @@ int main(int argc, char** argv) {
           eq = c == rc && sc == rs, all_equal = all_equal && eq;
         const double us = median_us(iters, launch);
         const double bytes = 2.0 * n + n / 2.0 + n / 16.0;
-        std::printf("| %s | 16x16 MAE | %lldx%lld | %.1f | %.3f | %s |\n",
-                    k == 0 ? "tile kernel (reference)"
-                           : (k == 1 ? "lean 16x16 kernel (dev)" : "lean 16x16 kernel, 5 CTAs"),
-                    (long long)R, (long long)C, us, bytes / us * 1e-3 / copy_gbs,
+        std::printf("| %s | 16x16 MAE | %lldx%lld | %.1f | %.3f | %s |\n", names16[k], (long long)R,
+                    (long long)C, us, bytes / us * 1e-3 / copy_gbs,
                     k == 0 ? "ref" : (eq ? "yes" : "NO"));
         std::fflush(stdout);
       }
     }
-    run_rc("gradient RNE", QuantMode::kGradient, 448.0f);
+    if (!t16_only) run_rc("gradient RNE", QuantMode::kGradient, 448.0f);
     cudaFree(codes_t);
     cudaFree(scales_t);
     for (int i = 0; i < 2; ++i) cudaFree(x[i]);
