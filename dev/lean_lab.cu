@@ -273,8 +273,11 @@ int main(int argc, char** argv) {
                                "quad 16x16 cp.async ring 3, 5 CTAs",
                                "ceiling: quad access pattern, no arithmetic, 4 CTAs",
                                "ceiling: quad access pattern, no arithmetic, 8 CTAs",
-                               "quad 16x16 register prefetch, 4 CTAs"};
-      for (int k = 0; k < 13; ++k) {
+                               "quad 16x16 register prefetch, 4 CTAs",
+                               "octo 16x16 (2 rows per lane), 6 CTAs",
+                               "octo 16x16 (2 rows per lane), 8 CTAs",
+                               "octo 16x16 register prefetch, 6 CTAs"};
+      for (int k = 0; k < 16; ++k) {
         auto launch = [&](int i) {
           QuantizeParams q = params(i, codes, scales);
           q.wide_rows = true;
@@ -286,8 +289,12 @@ int main(int argc, char** argv) {
                           : k == 9  ? tile16_quad_kernel<QuantMode::kMAE, 5, false, 3>
                           : k == 10 ? tile16_quad_kernel<QuantMode::kMAE, 4, false, 0, true>
                           : k == 11 ? tile16_quad_kernel<QuantMode::kMAE, 8, false, 0, true>
-                                    : tile16_quad_kernel<QuantMode::kMAE, 4, true>;
-            const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
+                          : k == 12 ? tile16_quad_kernel<QuantMode::kMAE, 4, true>
+                          : k == 13 ? tile16_quad_kernel<QuantMode::kMAE, 6, false, 0, false, 2>
+                          : k == 14 ? tile16_quad_kernel<QuantMode::kMAE, 8, false, 0, false, 2>
+                                    : tile16_quad_kernel<QuantMode::kMAE, 6, true, 0, false, 2>;
+            const int64_t cols = k >= 13 ? 64 : kQuadCols;  // octo: 4 tiles per warp step
+            const int64_t steps = R / 16 * ((C + cols - 1) / cols);
             const int grid = std::min<int64_t>((steps + kT16Warps - 1) / kT16Warps,
                                                resident(kernel, kLeanThreads));
             kernel<<<grid, kLeanThreads>>>(q);

@@ -5,7 +5,8 @@
 //     at 5 and 6 (less L1 for the second read);
 //   - tile16_quad_kernel (four lanes per tile, one read, all in registers): 0.54 / 0.57 / 0.57 at 4
 //     CTAs, the best; with register prefetch equal, with a per-lane cp.async ring 0.43-0.49;
-//   - its access pattern alone (kCopyOnly, no arithmetic): 0.90 / 0.95 / 0.96.
+//   - its access pattern alone (kCopyOnly, no arithmetic): 0.90 / 0.95 / 0.96;
+//   - kRows = 2 (eight lanes per tile, 80 registers, 6 CTAs): 0.50 / 0.53 / 0.55, slower.
 // Nsight Compute (8192x5120): the quad kernel executes fewer instructions than the rowwise lean
 // kernel for the same tensor (825 M against 849 M) but issues in 46 % of cycles against 70 %:
 // each step's chain (loads, amax, shuffles, scales, table loads, ..., tree shuffles, choice) is
@@ -215,26 +216,33 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
 // and no shared staging. Codes: 64 contiguous bytes per row and warp; scales 8.
 namespace f46::cuda {
 
-inline constexpr int kQuadCols = 128;
+inline constexpr int kQuadCols = 128;  // kRows = 4
 
-template <QuantMode M>
-__device__ __forceinline__ float quad_tree(float e0, float e1, float e2, float e3, unsigned qmask) {
-  // rows L, L+4, L+8, L+12 -> node L of level 2; then levels 3, 4 across the quad; broadcast
-  float f = tree16_step<M>(tree16_step<M>(e0, e2), tree16_step<M>(e1, e3));
-  f = tree16_step<M>(f, __shfl_down_sync(qmask, f, 2, 4));
-  f = tree16_step<M>(f, __shfl_down_sync(qmask, f, 1, 4));
-  return __shfl_sync(qmask, f, 0, 4);
+// The N3.4 tree over a tile whose rows lie kRows per lane (row L + P k in lane L of its P = 16 /
+// kRows lanes): the levels w >= P inside the lane, the others across the P lanes; broadcast.
+template <QuantMode M, int kRows>
+__device__ __forceinline__ float rows_tree(float (&e)[kRows], unsigned mask) {
+  constexpr int kP = 16 / kRows;
+#pragma unroll
+  for (int w = 8; w >= kP; w /= 2) {
+#pragma unroll
+    for (int k = 0; k < w / kP; ++k) e[k] = tree16_step<M>(e[k], e[k + w / kP]);
+  }
+  float f = e[0];
+#pragma unroll
+  for (int w = kP / 2; w >= 1; w /= 2) f = tree16_step<M>(f, __shfl_down_sync(mask, f, w, kP));
+  return __shfl_sync(mask, f, 0, kP);
 }
 
-template <QuantMode M>
-__device__ __noinline__ uint32_t quad_slow(const uint4 (&raw)[8], float b, const GlobalScale g,
-                                           const ErrorConsts c, bool fast, uint32_t s6, uint32_t s4,
-                                           float inv6_s, float inv4_s, unsigned qmask,
-                                           uint2 (&out)[4]) {
+template <QuantMode M, int kRows>
+__device__ __noinline__ uint32_t quad_slow(const uint4 (&raw)[2 * kRows], float b,
+                                           const GlobalScale g, const ErrorConsts c, bool fast,
+                                           uint32_t s6, uint32_t s4, float inv6_s, float inv4_s,
+                                           unsigned qmask, uint2 (&out)[kRows]) {
   constexpr Rule kRule = rule_of<M>();
   if (!fast) s6 = num::scale_map6(b, g.s_enc), s4 = num::scale_map4(b, g.s_enc);
-  float e6[4], e4[4];
-  for (int k = 0; k < 4; ++k) {
+  float e6[kRows], e4[kRows];
+  for (int k = 0; k < kRows; ++k) {
     const uint32_t w[8] = {raw[2 * k].x,     raw[2 * k].y,     raw[2 * k].z,     raw[2 * k].w,
                            raw[2 * k + 1].x, raw[2 * k + 1].y, raw[2 * k + 1].z, raw[2 * k + 1].w};
     float x[16];
@@ -255,12 +263,12 @@ __device__ __noinline__ uint32_t quad_slow(const uint4 (&raw)[8], float b, const
                                        c.rdenom, 64.0f);
     }
   }
-  const float t6 = quad_tree<M>(e6[0], e6[1], e6[2], e6[3], qmask);
-  const float t4 = quad_tree<M>(e4[0], e4[1], e4[2], e4[3], qmask);
+  const float t6 = rows_tree<M, kRows>(e6, qmask);
+  const float t4 = rows_tree<M, kRows>(e4, qmask);
   const bool four = s4 != s6 && num::pick_map4(t4, t6);
   if (fast) return (four ? s4 : s6) | (four ? 0x100u : 0u);
   const uint8_t scale = static_cast<uint8_t>(four ? s4 : s6);
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 0; k < kRows; ++k) {
     const uint32_t w[8] = {raw[2 * k].x,     raw[2 * k].y,     raw[2 * k].z,     raw[2 * k].w,
                            raw[2 * k + 1].x, raw[2 * k + 1].y, raw[2 * k + 1].z, raw[2 * k + 1].w};
     float x[16];
@@ -276,53 +284,55 @@ __device__ __noinline__ uint32_t quad_slow(const uint4 (&raw)[8], float b, const
 // kStages > 0: each lane copies its own 128 bytes of the steps ahead into a per-warp ring of
 // kStages steps by cp.async (its own slots only: no warp barrier), kStages - 1 steps ahead.
 // kStages == 0: straight register loads (kPrefetch: one step ahead).
-template <QuantMode M, int kMinCtas, bool kPrefetch, int kStages = 0, bool kCopyOnly = false>
+template <QuantMode M, int kMinCtas, bool kPrefetch, int kStages = 0, bool kCopyOnly = false,
+          int kRows = 4>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     tile16_quad_kernel(const QuantizeParams p) {
   static_assert(is_error_rule<M>(), "error rules only (a lab kernel)");
   constexpr Rule kRule = rule_of<M>();
   __shared__ LeanEntry s_tab[256];
-  __shared__ uint4 s_ring[kStages > 0 ? kT16Warps : 1][kStages > 0 ? kStages : 1][8][32];
+  __shared__ uint4 s_ring[kStages > 0 ? kT16Warps : 1][kStages > 0 ? kStages : 1][2 * kRows][32];
+  constexpr int kP = 16 / kRows, kCols = 16 * (32 / kP);  // lanes per tile, columns per step
   const ErrorConsts consts = error_consts(p.bound);
   const GlobalScale gs = global_scale(p.amax[0], p.bound);
   fill_lean_table<M>(s_tab, gs, consts);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int t = lane >> 2, L = lane & 3;
-  const unsigned qmask = 0xFu << (lane & ~3);
-  const uint32_t spr = static_cast<uint32_t>((p.cols + kQuadCols - 1) / kQuadCols);
+  const int t = lane / kP, L = lane % kP;
+  const unsigned qmask = ((kP == 32 ? 0u : 1u << kP) - 1u) << (lane & ~(kP - 1));
+  const uint32_t spr = static_cast<uint32_t>((p.cols + kCols - 1) / kCols);
   const uint32_t n = static_cast<uint32_t>(p.rows / 16) * spr;  // steps, < 2^31 (lab)
   const uint32_t W = gridDim.x * kT16Warps;
   const uint16_t* xs = static_cast<const uint16_t*>(p.x);
-  auto load = [&](uint32_t s, uint4(&raw)[8]) {
+  auto load = [&](uint32_t s, uint4(&raw)[2 * kRows]) {
     const uint32_t tr = s / spr, sc = s % spr;
-    const int64_t col = int64_t{sc} * kQuadCols + 16 * t;
+    const int64_t col = int64_t{sc} * kCols + 16 * t;
     if (col >= p.cols) {
 #pragma unroll
-      for (int k = 0; k < 8; ++k) raw[k] = make_uint4(0, 0, 0, 0);
+      for (int k = 0; k < 2 * kRows; ++k) raw[k] = make_uint4(0, 0, 0, 0);
       return;
     }
     const uint16_t* x0 = xs + (int64_t{tr} * 16 + L) * p.x_stride + col;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint4* q = reinterpret_cast<const uint4*>(x0 + 4 * k * p.x_stride);
+    for (int k = 0; k < kRows; ++k) {
+      const uint4* q = reinterpret_cast<const uint4*>(x0 + kP * k * p.x_stride);
       raw[2 * k] = load_x16(q), raw[2 * k + 1] = load_x16(q + 1);
     }
   };
   auto copy = [&](uint32_t s, int stage) {  // kStages: this lane's 128 bytes of step s
     if (s >= n) return;
     const uint32_t tr = s / spr, sc = s % spr;
-    const int64_t col = int64_t{sc} * kQuadCols + 16 * t;
+    const int64_t col = int64_t{sc} * kCols + 16 * t;
     if (col >= p.cols) return;
     const uint16_t* x0 = xs + (int64_t{tr} * 16 + L) * p.x_stride + col;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint4* q = reinterpret_cast<const uint4*>(x0 + 4 * k * p.x_stride);
+    for (int k = 0; k < kRows; ++k) {
+      const uint4* q = reinterpret_cast<const uint4*>(x0 + kP * k * p.x_stride);
       cp_async16(&s_ring[warp][stage][2 * k][lane], q);
       cp_async16(&s_ring[warp][stage][2 * k + 1][lane], q + 1);
     }
   };
   uint32_t s = blockIdx.x * kT16Warps + warp;
-  uint4 nxt[8];
+  uint4 nxt[2 * kRows];
   if (kPrefetch && s < n) load(s, nxt);
   if constexpr (kStages > 0) {
 #pragma unroll
@@ -330,56 +340,57 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   }
   int stage = 0;
   for (; s < n; s += W) {  // warp-uniform
-    uint4 raw[8];
+    uint4 raw[2 * kRows];
     if constexpr (kStages > 0) {
       copy(s + (kStages - 1) * W, stage == 0 ? kStages - 1 : stage - 1);
       cp_async_commit();
       cp_async_wait<kStages - 1>();
       const uint32_t tr = s / spr, sc = s % spr;
-      const bool act = int64_t{sc} * kQuadCols + 16 * t < p.cols;
+      const bool act = int64_t{sc} * kCols + 16 * t < p.cols;
 #pragma unroll
-      for (int k = 0; k < 8; ++k)
+      for (int k = 0; k < 2 * kRows; ++k)
         raw[k] = act ? s_ring[warp][stage][k][lane] : make_uint4(0, 0, 0, 0);
       stage = stage + 1 == kStages ? 0 : stage + 1;
     } else if constexpr (kPrefetch) {
 #pragma unroll
-      for (int k = 0; k < 8; ++k) raw[k] = nxt[k];
+      for (int k = 0; k < 2 * kRows; ++k) raw[k] = nxt[k];
       if (s + W < n) load(s + W, nxt);
     } else {
       load(s, raw);
     }
     const uint32_t tr = s / spr, sc = s % spr;
-    const int64_t col = int64_t{sc} * kQuadCols + 16 * t;
+    const int64_t col = int64_t{sc} * kCols + 16 * t;
     const bool active = col < p.cols;  // uniform over the quad
     if constexpr (kCopyOnly) {         // timing ceiling of the access pattern: no arithmetic
       if (active) {
         const int64_t row = int64_t{tr} * 16 + L;
 #pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          *reinterpret_cast<uint2*>(p.codes + (row + 4 * k) * p.codes_stride + col / 2) =
+        for (int k = 0; k < kRows; ++k) {
+          *reinterpret_cast<uint2*>(p.codes + (row + kP * k) * p.codes_stride + col / 2) =
               make_uint2(raw[2 * k].x ^ raw[2 * k + 1].y, raw[2 * k].z ^ raw[2 * k + 1].w);
-          p.scales[(row + 4 * k) * p.scales_stride + col / 16] = static_cast<uint8_t>(raw[2 * k].y);
+          p.scales[(row + kP * k) * p.scales_stride + col / 16] =
+              static_cast<uint8_t>(raw[2 * k].y);
         }
       }
       continue;
     }
     uint32_t m = 0;
 #pragma unroll
-    for (int k = 0; k < 8; ++k)
+    for (int k = 0; k < 2 * kRows; ++k)
       m = bf16x2_absmax(
           m, bf16x2_absmax(bf16x2_absmax(raw[k].x, raw[k].y), bf16x2_absmax(raw[k].z, raw[k].w)));
     float b = max_nan(num::from_bits(m & 0x7FFF0000u), fabsf(num::from_bits(m << 16)));
-    b = max_nan(b, __shfl_xor_sync(0xFFFFFFFFu, b, 1));
-    b = max_nan(b, __shfl_xor_sync(0xFFFFFFFFu, b, 2));
+#pragma unroll
+    for (int d = 1; d < kP; d *= 2) b = max_nan(b, __shfl_xor_sync(0xFFFFFFFFu, b, d));
     const float base = num::mul(grid::div6_fast(b), gs.s_enc);  // as lean_block
     const uint32_t s64 = e4m3x2(base, num::mul(base, 1.5f));
     const uint32_t s6 = s64 & 0xFFu, s4 = (s64 >> 8) & 0xFFu;
     const LeanEntry t6 = s_tab[s6], t4 = s_tab[s4];
     const bool fast = grid::div6_fast_ok(b) & (b < t6.limit) & (b < t4.limit);  // quad-uniform
-    float e6[4], e4[4];
-    uint2 c6[4], c4[4];
+    float e6[kRows], e4[kRows];
+    uint2 c6[kRows], c4[kRows];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
+    for (int k = 0; k < kRows; ++k) {
       const uint32_t w[8] = {raw[2 * k].x,     raw[2 * k].y,     raw[2 * k].z,
                              raw[2 * k].w,     raw[2 * k + 1].x, raw[2 * k + 1].y,
                              raw[2 * k + 1].z, raw[2 * k + 1].w};
@@ -394,14 +405,14 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
       c4[k] = make_uint2(grid::signed_codes8(grid::even_odd_s(gv), w),
                          grid::signed_codes8(grid::even_odd_s(gv + 8), w + 4));
     }
-    const float te6 = quad_tree<M>(e6[0], e6[1], e6[2], e6[3], 0xFFFFFFFFu);
-    const float te4 = quad_tree<M>(e4[0], e4[1], e4[2], e4[3], 0xFFFFFFFFu);
+    const float te6 = rows_tree<M, kRows>(e6, 0xFFFFFFFFu);
+    const float te4 = rows_tree<M, kRows>(e4, 0xFFFFFFFFu);
     const float k6 = num::mul(t6.k64, 0.015625f), k4 = num::mul(t4.k64, 0.015625f);
     const float bound = num::add(approx_bound<M>(te6, k6, 16.0f), approx_bound<M>(te4, k4, 16.0f));
     const bool undecided = s4 != s6 && !(fabsf(num::sub(te4, te6)) > bound);  // quad-uniform
     uint32_t pick;
     if (!fast || undecided) {
-      pick = quad_slow<M>(raw, b, gs, consts, fast, s6, s4, t6.inv_s, t4.inv_s, qmask, c6);
+      pick = quad_slow<M, kRows>(raw, b, gs, consts, fast, s6, s4, t6.inv_s, t4.inv_s, qmask, c6);
     } else {
       pick = num::pick_map4(te4, te6) ? (s4 | 0x100u) : s6;
     }
@@ -410,9 +421,10 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
       uint8_t* codes = p.codes + row * p.codes_stride + col / 2;
       uint8_t* scales = p.scales + row * p.scales_stride + col / 16;
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        *reinterpret_cast<uint2*>(codes + 4 * k * p.codes_stride) = (pick & 0x100u) ? c4[k] : c6[k];
-        scales[4 * k * p.scales_stride] = static_cast<uint8_t>(pick);
+      for (int k = 0; k < kRows; ++k) {
+        *reinterpret_cast<uint2*>(codes + kP * k * p.codes_stride) =
+            (pick & 0x100u) ? c4[k] : c6[k];
+        scales[kP * k * p.scales_stride] = static_cast<uint8_t>(pick);
       }
     }
   }
