@@ -10,7 +10,8 @@
 // Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE and
 // MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_TMA_ONLY (rowwise: the src kernels and the TMA
 // ring of dev/lean_tma.cuh only), LAB_RC_ONLY (row+col and 16x16), LAB_T16_ONLY (16x16 only:
-// the tile kernel against dev/lean_tile16.cuh and dev/lean_tile16_lanes.cuh). The binary can be
+// the tile kernel against dev/lean_tile16.cuh, dev/lean_tile16_lanes.cuh and
+// dev/lean_tile16_pipe.cuh; with LAB_T16_NEW only the two quads and the pipelined kernels). The binary can be
 // built here and carried to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
 #include <cuda_runtime.h>
 
@@ -29,6 +30,7 @@
 #include "lean_table.cuh"
 #include "lean_tile16.cuh"
 #include "lean_tile16_lanes.cuh"
+#include "lean_tile16_pipe.cuh"
 #include "lean_tma.cuh"
 
 namespace {
@@ -276,11 +278,30 @@ int main(int argc, char** argv) {
                                "quad 16x16 register prefetch, 4 CTAs",
                                "octo 16x16 (2 rows per lane), 6 CTAs",
                                "octo 16x16 (2 rows per lane), 8 CTAs",
-                               "octo 16x16 register prefetch, 6 CTAs"};
-      for (int k = 0; k < 16; ++k) {
+                               "octo 16x16 register prefetch, 6 CTAs",
+                               "quad, slow path without local arrays, 4 CTAs",
+                               "quad, slow path without local arrays, 5 CTAs",
+                               "quad pipelined, next head mid-step, 4 CTAs",
+                               "quad pipelined, next head mid-step, 3 CTAs",
+                               "quad pipelined, next head after the rows, 4 CTAs"};
+      const int k_first = std::getenv("LAB_T16_NEW") ? 16 : 0;  // the reference always runs
+      for (int k = 0; k < 21; ++k) {
+        if (k > 0 && k < k_first && k != 6 && k != 12) continue;  // with the quads
         auto launch = [&](int i) {
           QuantizeParams q = params(i, codes, scales);
           q.wide_rows = true;
+          if (k >= 16) {  // dev/lean_tile16_pipe.cuh
+            auto kernel = k == 16   ? tile16_quad_pipe_kernel<QuantMode::kMAE, 4, false, false>
+                          : k == 17 ? tile16_quad_pipe_kernel<QuantMode::kMAE, 5, false, false>
+                          : k == 18 ? tile16_quad_pipe_kernel<QuantMode::kMAE, 4, true, true>
+                          : k == 19 ? tile16_quad_pipe_kernel<QuantMode::kMAE, 3, true, true>
+                                    : tile16_quad_pipe_kernel<QuantMode::kMAE, 4, true, false>;
+            const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
+            const int grid = std::min<int64_t>((steps + kT16Warps - 1) / kT16Warps,
+                                               resident(kernel, kLeanThreads));
+            kernel<<<grid, kLeanThreads>>>(q);
+            return;
+          }
           if (k >= 5) {  // dev/lean_tile16_lanes.cuh, four lanes per tile
             auto kernel = k == 5    ? tile16_quad_kernel<QuantMode::kMAE, 5, false>
                           : k == 6  ? tile16_quad_kernel<QuantMode::kMAE, 4, false>
