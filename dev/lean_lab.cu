@@ -10,8 +10,8 @@
 // Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE and
 // MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_TMA_ONLY (rowwise: the src kernels and the TMA
 // ring of dev/lean_tma.cuh only), LAB_RC_ONLY (row+col and 16x16), LAB_T16_ONLY (16x16 only:
-// the tile kernel against dev/lean_tile16.cuh, dev/lean_tile16_lanes.cuh and
-// dev/lean_tile16_pipe.cuh; with LAB_T16_NEW only the two quads and the pipelined kernels). The binary can be
+// the tile kernel against dev/lean_tile16.cuh, dev/lean_tile16_lanes.cuh and the landed quad
+// kernel; with LAB_T16_SRC only the two src kernels). The binary can be
 // built here and carried to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
 #include <cuda_runtime.h>
 
@@ -30,7 +30,6 @@
 #include "lean_table.cuh"
 #include "lean_tile16.cuh"
 #include "lean_tile16_lanes.cuh"
-#include "lean_tile16_pipe.cuh"
 #include "lean_tma.cuh"
 
 namespace {
@@ -263,60 +262,19 @@ int main(int argc, char** argv) {
     if (!t16_only) run_rc("MAE", QuantMode::kMAE, 256.0f);
     {  // 16x16 MAE rowwise: the tile kernel (reference) against dev/lean_tile16.cuh
       std::vector<uint8_t> rc(n / 2), rs(n / 16);
-      const char* names16[] = {"tile kernel (reference)",
-                               "lean 16x16 kernel (dev)",
-                               "lane-per-tile 16x16, 4 CTAs",
-                               "lane-per-tile 16x16, 5 CTAs",
-                               "lane-per-tile 16x16, 6 CTAs",
-                               "quad 16x16, 5 CTAs",
-                               "quad 16x16, 4 CTAs",
-                               "quad 16x16 cp.async ring 3, 4 CTAs",
-                               "quad 16x16 cp.async ring 4, 4 CTAs",
-                               "quad 16x16 cp.async ring 3, 5 CTAs",
-                               "ceiling: quad access pattern, no arithmetic, 4 CTAs",
-                               "ceiling: quad access pattern, no arithmetic, 8 CTAs",
-                               "quad 16x16 register prefetch, 4 CTAs",
-                               "octo 16x16 (2 rows per lane), 6 CTAs",
-                               "octo 16x16 (2 rows per lane), 8 CTAs",
-                               "octo 16x16 register prefetch, 6 CTAs",
-                               "quad, slow path without local arrays, 4 CTAs",
-                               "quad, slow path without local arrays, 5 CTAs",
-                               "quad pipelined, next head mid-step, 4 CTAs",
-                               "quad pipelined, next head mid-step, 3 CTAs",
-                               "quad pipelined, next head after the rows, 4 CTAs"};
-      const int k_first = std::getenv("LAB_T16_NEW") ? 16 : 0;  // the reference always runs
-      for (int k = 0; k < 21; ++k) {
-        if (k > 0 && k < k_first && k != 6 && k != 12) continue;  // with the quads
+      const char* names16[] = {"tile kernel (reference)",     "lean 16x16 kernel (dev)",
+                               "lane-per-tile 16x16, 4 CTAs", "lane-per-tile 16x16, 5 CTAs",
+                               "lane-per-tile 16x16, 6 CTAs", "quad kernel (src, landed)"};
+      const bool t16_src = std::getenv("LAB_T16_SRC") != nullptr;  // the src kernels only
+      for (int k = 0; k < 6; ++k) {
+        if (t16_src && k != 0 && k != 5) continue;
         auto launch = [&](int i) {
           QuantizeParams q = params(i, codes, scales);
           q.wide_rows = true;
-          if (k >= 16) {  // dev/lean_tile16_pipe.cuh
-            auto kernel = k == 16   ? tile16_quad_pipe_kernel<QuantMode::kMAE, 4, false, false>
-                          : k == 17 ? tile16_quad_pipe_kernel<QuantMode::kMAE, 5, false, false>
-                          : k == 18 ? tile16_quad_pipe_kernel<QuantMode::kMAE, 4, true, true>
-                          : k == 19 ? tile16_quad_pipe_kernel<QuantMode::kMAE, 3, true, true>
-                                    : tile16_quad_pipe_kernel<QuantMode::kMAE, 4, true, false>;
+          if (k == 5) {  // src/cuda/quantize/quantize_quad.cuh
+            auto kernel = quantize_tile16_quad_kernel<QuantMode::kMAE>;
             const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
-            const int grid = std::min<int64_t>((steps + kT16Warps - 1) / kT16Warps,
-                                               resident(kernel, kLeanThreads));
-            kernel<<<grid, kLeanThreads>>>(q);
-            return;
-          }
-          if (k >= 5) {  // dev/lean_tile16_lanes.cuh, four lanes per tile
-            auto kernel = k == 5    ? tile16_quad_kernel<QuantMode::kMAE, 5, false>
-                          : k == 6  ? tile16_quad_kernel<QuantMode::kMAE, 4, false>
-                          : k == 7  ? tile16_quad_kernel<QuantMode::kMAE, 4, false, 3>
-                          : k == 8  ? tile16_quad_kernel<QuantMode::kMAE, 4, false, 4>
-                          : k == 9  ? tile16_quad_kernel<QuantMode::kMAE, 5, false, 3>
-                          : k == 10 ? tile16_quad_kernel<QuantMode::kMAE, 4, false, 0, true>
-                          : k == 11 ? tile16_quad_kernel<QuantMode::kMAE, 8, false, 0, true>
-                          : k == 12 ? tile16_quad_kernel<QuantMode::kMAE, 4, true>
-                          : k == 13 ? tile16_quad_kernel<QuantMode::kMAE, 6, false, 0, false, 2>
-                          : k == 14 ? tile16_quad_kernel<QuantMode::kMAE, 8, false, 0, false, 2>
-                                    : tile16_quad_kernel<QuantMode::kMAE, 6, true, 0, false, 2>;
-            const int64_t cols = k >= 13 ? 64 : kQuadCols;  // octo: 4 tiles per warp step
-            const int64_t steps = R / 16 * ((C + cols - 1) / cols);
-            const int grid = std::min<int64_t>((steps + kT16Warps - 1) / kT16Warps,
+            const int grid = std::min<int64_t>((steps + kQuadWarps - 1) / kQuadWarps,
                                                resident(kernel, kLeanThreads));
             kernel<<<grid, kLeanThreads>>>(q);
             return;

@@ -6,6 +6,7 @@
 #include "cuda/common/cuda_check.h"
 #include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_lean.cuh"
+#include "cuda/quantize/quantize_quad.cuh"
 #include "cuda/quantize/quantize_rows_kernel.cuh"
 #include "cuda/quantize/quantize_tile_kernel.cuh"
 
@@ -40,6 +41,15 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
       quantize_rows_lean_tensor_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rows_lean_tensor_kernel");
       return;
+    }
+    if constexpr (M != QuantMode::kGradient) {  // 16x16 takes no gradient mode
+      if (l.quad16) {
+        const unsigned max_ctas = resident_ctas(quantize_tile16_quad_kernel<M>, kLeanThreads, 0);
+        const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
+        quantize_tile16_quad_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
+        F46_CHECK_LAUNCH("quantize_tile16_quad_kernel");
+        return;
+      }
     }
     if (l.lean) {
       const unsigned max_ctas =

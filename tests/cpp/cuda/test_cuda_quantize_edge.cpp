@@ -108,6 +108,48 @@ TEST(CudaQuantizeEdge, LeanUndecidedBlocks) {
   }
 }
 
+// bf16 16x16 rowwise per tensor (the four-lanes-per-tile kernel, quantize_quad.cuh) on a tall
+// tensor, so every warp takes several steps and the last strip of each tile row is partial
+// (1040 columns): a third of the tiles hold only values on both candidates' grids (the tile
+// errors tie exactly: undecided, decided by the exact errors), one tile a NaN, one an Inf, one
+// zeros, one negative zeros, one a huge value (its scales saturate), under the amax 6 * bound
+// (S_enc = 1, so those ties are exact) and under the data's amax; every 16x16 rule, contiguous
+// and padded rows of x.
+TEST(CudaQuantizeEdge, Tile16QuadTiles) {
+  F46_SKIP_WITHOUT_CUDA();
+  const int64_t rows = 8192, cols = 1040, tiles_per_row = cols / 16;
+  std::vector<float> v = random_values(rows * cols, 17, Dist::kStudentT, 3.0f, DType::kBFloat16);
+  std::mt19937 gen(5);
+  const float grid[] = {0.0f, 1.5f, -1.5f, 3.0f, -3.0f, 6.0f, -6.0f};
+  auto at = [&](int64_t tile, int64_t r, int64_t c) -> float& {
+    const int64_t tr = tile / tiles_per_row, tc = tile % tiles_per_row;
+    return v[static_cast<size_t>((16 * tr + r) * cols + 16 * tc + c)];
+  };
+  const int64_t tiles = rows / 16 * tiles_per_row;
+  for (int64_t tile = 0; tile < tiles; ++tile) {
+    if (gen() % 3 != 0) continue;
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t c = 0; c < 16; ++c) at(tile, r, c) = grid[gen() % 7];
+    at(tile, gen() % 16, gen() % 16) = gen() % 2 ? 6.0f : -6.0f;
+  }
+  at(7, 3, 4) = std::numeric_limits<float>::quiet_NaN();
+  at(tiles_per_row + 64, 15, 15) = -std::numeric_limits<float>::infinity();  // last tile of a row
+  for (int64_t r = 0; r < 16; ++r)
+    for (int64_t c = 0; c < 16; ++c) at(100, r, c) = 0.0f, at(101, r, c) = -0.0f;
+  at(5000, 0, 9) = 3.0e38f;
+  for (int64_t stride : {cols, cols + 8}) {
+    const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v, stride);
+    for (int mode = 0; mode < 5; ++mode) {  // mae, mse, abs_max, all6, all4
+      const QuantizeConfig cfg = make_cfg(mode, false, true);
+      for (const AmaxSpec& a : {tensor_amax(6.0f * cfg.scale_bound), tensor_amax(1000.0f)}) {
+        expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                              "quad 16x16 mode " + std::to_string(mode) + " amax " +
+                                  std::to_string(a.amax[0]) + " stride " + std::to_string(stride));
+      }
+    }
+  }
+}
+
 // bf16 rowwise with a group-scope amax whose groups average >= kLeanGroupSteps steps (the lean
 // kernel, src/cuda/quantize/quantize_lean.cuh): boundaries inside steps and inside rows' block
 // runs, an empty group, one-row groups (smaller than a step), a group of zeros (amax 0), a group
