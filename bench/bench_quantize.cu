@@ -116,6 +116,9 @@ int main(int argc, char** argv) {
     QuantizeConfig w = mae;
     w.block = Block::k16x16;
     run_q("16x16 weights MAE (rowwise)", w, ga, in_b + q_b);
+    QuantizeConfig wt = w;  // W and W^T (the dense quantized backward's dgrad operand)
+    wt.columnwise = true;
+    run_q("16x16 weights MAE row+col", wt, ga, in_b + 2 * q_b);
     QuantizeConfig grad;
     grad.rule = Rule::kAll6;
     grad.scale_bound = 448.0f;

@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
           QuantizeParams q = params(i, codes, scales);
           q.wide_rows = true;
           if (k == 5) {  // src/cuda/quantize/quantize_quad.cuh
-            auto kernel = quantize_tile16_quad_kernel<QuantMode::kMAE>;
+            auto kernel = quantize_tile16_quad_kernel<QuantMode::kMAE, false>;
             const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
             const int grid = std::min<int64_t>((steps + kQuadWarps - 1) / kQuadWarps,
                                                resident(kernel, kLeanThreads));

@@ -122,12 +122,13 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
   // Its per-tensor form: 32-bit block indices.
   l.lean_tensor =
       l.lean && p.scope == ScopeKind::kTensor && rows * (cols / 16) < (int64_t{1} << 31);
-  // 16x16 rowwise per tensor (forward weights): four lanes per tile, warp steps of 16 rows x
-  // kQuadCols columns, fewer than 2^31 of them.
+  // 16x16 per tensor (dense weights): four lanes per tile, warp steps of 16 rows x kQuadCols
+  // columns, fewer than 2^31 of them; the columnwise output with the rowwise amax and no RHT.
   const int64_t quad_steps = rows / 16 * ceil_div(cols, int64_t{kQuadCols});
-  l.quad16 = x.dtype == DType::kBFloat16 && tile16 && !cfg.columnwise && !cfg.gradient &&
+  l.quad16 = x.dtype == DType::kBFloat16 && tile16 && !cfg.gradient &&
              p.scope == ScopeKind::kTensor && p.vec_load && !p.rht_rowwise && !p.stochastic &&
-             quad_steps < (int64_t{1} << 31);
+             quad_steps < (int64_t{1} << 31) &&
+             (!cfg.columnwise || (p.amax_t == nullptr && !p.rht_columnwise));
   if (l.quad16) {
     l.grid = dim3(grid_x(quad_steps, kLeanThreads / 32));
   } else if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs

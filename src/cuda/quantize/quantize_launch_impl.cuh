@@ -44,9 +44,11 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
     }
     if constexpr (M != QuantMode::kGradient) {  // 16x16 takes no gradient mode
       if (l.quad16) {
-        const unsigned max_ctas = resident_ctas(quantize_tile16_quad_kernel<M>, kLeanThreads, 0);
+        auto kernel = p.columnwise ? quantize_tile16_quad_kernel<M, true>
+                                   : quantize_tile16_quad_kernel<M, false>;
+        const unsigned max_ctas = resident_ctas(kernel, kLeanThreads, 0);
         const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-        quantize_tile16_quad_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
+        kernel<<<grid, kLeanThreads, 0, stream>>>(p);
         F46_CHECK_LAUNCH("quantize_tile16_quad_kernel");
         return;
       }

@@ -64,6 +64,8 @@ inline constexpr int kLeanGroupSteps = 4;
 // The 16x16 rowwise kernel (quantize_quad.cuh): kLeanThreads per CTA, each warp step 16 rows x
 // kQuadCols columns (8 tiles, four lanes per tile), registers bounded for kLeanTensorMinCtas.
 inline constexpr int kQuadCols = 128;
+// ... with the columnwise output (its transpose needs more registers: 5 CTAs spill).
+inline constexpr int kQuadColMinCtas = 3;
 // Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
 // kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
 // being quantized, one in flight), kTileWarps warps per CTA, registers bounded for

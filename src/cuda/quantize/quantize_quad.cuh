@@ -1,7 +1,8 @@
-// The 16x16 weights kernel: bf16 input, 16x16 tiles, rowwise output only, a per-tensor global
-// amax, round to nearest, no RHT (the forward weights of a dense layer). Same arithmetic and
-// results as quantize_tile_kernel<T, M, true> (N3.4: one scale per tile, the tile error a
-// pairwise tree over its 16 row errors), laid out for register work instead of shared memory:
+// The 16x16 weights kernel: bf16 input, 16x16 tiles, a per-tensor global amax, round to nearest,
+// no RHT (the weights of a dense layer), rowwise and/or (kCol) columnwise output. Same arithmetic
+// and results as quantize_tile_kernel<T, M, true> (N3.4: one scale per tile, the tile error a
+// pairwise tree over its 16 row errors; N1.4: the columnwise output is the quantization of x^T,
+// whose tile error sums the columns of x), laid out for register work instead of shared memory:
 //   - four lanes per tile ("quad"): a warp step is 16 rows x 128 columns (8 tiles); lane 4 t + L
 //     holds rows L, L + 4, L + 8, L + 12 of tile t (4 x 32 bytes, loaded once into registers),
 //     so the first two levels of the N3.4 tree (rows i, i + 8, then i, i + 4) lie in the lane
@@ -9,10 +10,15 @@
 //   - the 4/6 arithmetic is lean_block's (quantize_lean.cuh: a 16-byte table entry per scale
 //     byte, scaled grid values, approximate errors with their bound, code words with the signs
 //     of the raw bf16 words); both candidates' code words stay in registers until the choice;
+//   - the columnwise output: the tile amax, both scales and every code are those of x^T; only the
+//     4/6 decision sums in the other order, and the approximate errors' bound covers both orders
+//     (the same 16 sums of 16 terms and 4-level tree), so a decided tile takes the same candidate
+//     for both outputs and its columnwise codes are the chosen row code words transposed across
+//     the quad (quad_transpose: two shuffle rounds and byte permutes, ~1 instruction per element);
 //   - the rare tiles (not admitted by the fast path, or undecided) go to quad_slow, out of line,
-//     which reads its rows again from x: no register array of the hot loop has its address
-//     taken, so nothing goes through local memory (a lab version that passed its arrays by
-//     reference spilled 160 bytes per lane and step and ran at 0.54-0.57 of copy instead of
+//     which reads its rows (and columns) again from x: no register array of the hot loop has its
+//     address taken, so nothing goes through local memory (a lab version that passed its arrays
+//     by reference spilled 160 bytes per lane and step and ran at 0.54-0.57 of copy instead of
 //     0.77-0.90 on an H100, bench/RESULTS.md 2026-12-05 night).
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
 // .cpp: the bf16 per-tensor 16x16 rowwise cases are dispatched here).
@@ -86,71 +92,153 @@ __device__ __forceinline__ uint2 quad_codes(const float (&gv)[16], const uint32_
                     grid::signed_codes8(grid::even_odd_s(gv + 8), w + 4));
 }
 
+// Columnwise codes from the lane's four row code words (w[k]: row L + 4 k of the tile, nibble n of
+// .x / .y = column n / 8 + n). Afterwards lane L = 2 p + h holds the x^T code words of columns
+// 8 h + 4 p + {0, 1, 2, 3} (out[c]: nibble i = row i). Stage 1 (lanes L, L ^ 1): each keeps the
+// half h of the columns and pairs its rows with the partner's into bytes (row 4 k + 2 p low
+// nibble, 4 k + 2 p + 1 high), byte m = 2 k + p of the output; stage 2 (lanes L, L ^ 2): each
+// keeps four of the eight columns and interleaves the byte pairs.
+__device__ __forceinline__ void quad_transpose(const uint2 (&w)[4], int L, uint2 (&out)[4]) {
+  const bool odd = L & 1, p = L & 2;
+  uint32_t ev[4], od[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t keep = odd ? w[k].y : w[k].x;
+    const uint32_t recv = __shfl_xor_sync(0xFFFFFFFFu, odd ? w[k].x : w[k].y, 1);
+    const uint32_t lo = odd ? recv : keep, hi = odd ? keep : recv;  // rows 4k + 2p, 4k + 2p + 1
+    ev[k] = (lo & 0x0F0F0F0Fu) | ((hi & 0x0F0F0F0Fu) << 4);         // columns 0, 2, 4, 6
+    od[k] = ((lo >> 4) & 0x0F0F0F0Fu) | (hi & 0xF0F0F0F0u);         // columns 1, 3, 5, 7
+  }
+  // Group g of the half (columns 4g .. 4g+3) as bytes [4g, 4g+2, 4g+1, 4g+3]; p keeps group p.
+  const uint32_t sel_keep = p ? 0x7632u : 0x5410u, sel_send = p ? 0x5410u : 0x7632u;
+  // a = byte pair of the even output byte (2k), b = odd (2k + 1): [a0 b0 a1 b1], [a2 b2 a3 b3].
+  const uint32_t sel_lo = p ? 0x1504u : 0x5140u, sel_hi = p ? 0x3726u : 0x7362u;
+  uint32_t ab_lo[4], ab_hi[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint32_t keep = grid::byte_perm(ev[k], od[k], sel_keep);
+    const uint32_t recv = __shfl_xor_sync(0xFFFFFFFFu, grid::byte_perm(ev[k], od[k], sel_send), 2);
+    ab_lo[k] = grid::byte_perm(keep, recv, sel_lo), ab_hi[k] = grid::byte_perm(keep, recv, sel_hi);
+  }
+  // Column 4g + {0, 2} from ab_lo bytes {0, 1} / {2, 3}, 4g + {1, 3} from ab_hi.
+  out[0] = make_uint2(grid::byte_perm(ab_lo[0], ab_lo[1], 0x5410u),
+                      grid::byte_perm(ab_lo[2], ab_lo[3], 0x5410u));
+  out[2] = make_uint2(grid::byte_perm(ab_lo[0], ab_lo[1], 0x7632u),
+                      grid::byte_perm(ab_lo[2], ab_lo[3], 0x7632u));
+  out[1] = make_uint2(grid::byte_perm(ab_hi[0], ab_hi[1], 0x5410u),
+                      grid::byte_perm(ab_hi[2], ab_hi[3], 0x5410u));
+  out[3] = make_uint2(grid::byte_perm(ab_hi[0], ab_hi[1], 0x7632u),
+                      grid::byte_perm(ab_hi[2], ab_hi[3], 0x7632u));
+}
+
+// Where a tile's outputs go (the lane's row L and column L of the tile).
+struct QuadOut {
+  uint8_t* codes;  // rowwise codes of row L, null: no rowwise output
+  int64_t codes_stride;
+  uint8_t* codes_t;  // columnwise codes of column L, null: no columnwise output
+  int64_t codes_t_stride;
+  uint8_t* scales_t;  // columnwise scale of column L
+  int64_t scales_t_stride;
+};
+
+// The 4/6 choice (bit 8 of the result: the 4 candidate) and its scale (bits 0..7) of the tile
+// whose 16 blocks (rows, or columns for x^T) lie four per lane, block(k, x) giving block L + 4 k,
+// for a tile the fast path admits (exact errors from the grid values) or not (the reference).
+template <QuantMode M, typename Block>
+__device__ __forceinline__ uint32_t quad_choice(Block block, const QuadHead& h,
+                                                const GlobalScale& g, const ErrorConsts& c,
+                                                unsigned mask) {
+  constexpr Rule kRule = rule_of<M>();
+  uint32_t s6 = h.s6, s4 = h.s4;
+  if (!h.fast) s6 = num::scale_map6(h.b, g.s_enc), s4 = num::scale_map4(h.b, g.s_enc);
+  float e6[4], e4[4];
+  for (int k = 0; k < 4; ++k) {
+    float x[16];
+    block(k, x);
+    if (!h.fast) {
+      Block16 xb;
+      for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+      const float2 e = reference_errors(xb, static_cast<uint8_t>(s6), static_cast<uint8_t>(s4),
+                                        g.s_dec, g.amax, c.bound, kRule);
+      e6[k] = e.x, e4[k] = e.y;
+    } else {
+      float gv[16];
+      grid_values_s(x, h.t6.inv_s, gv);
+      e6[k] = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax, c.denom,
+                                       c.rdenom, 64.0f);
+      grid_values_s(x, h.t4.inv_s, gv);
+      e4[k] = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax, c.denom,
+                                       c.rdenom, 64.0f);
+    }
+  }
+  const bool four = s4 != s6 && num::pick_map4(quad_tree<M>(e4, mask), quad_tree<M>(e6, mask));
+  return (four ? s4 : s6) | (four ? 0x100u : 0u);
+}
+
+// The reference codes (N3.2) of the lane's four blocks under `scale`, stored at dst + k stride.
+template <typename Block>
+__device__ __forceinline__ void quad_reference_codes(Block block, uint8_t scale, float s_dec,
+                                                     uint8_t* dst, int64_t stride) {
+  for (int k = 0; k < 4; ++k) {
+    float x[16];
+    block(k, x);
+    Block16 xb;
+    for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
+    const uint64_t q = reference_codes(xb, inverse_of(scale, s_dec));
+    *reinterpret_cast<uint2*>(dst + k * stride) =
+        make_uint2(static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32));
+  }
+}
+
 // The rare tiles: not admitted by the fast path (the reference scales, errors and codes), or
 // undecided (the exact errors from the grid values; the caller's code words stay). Reads the
-// lane's rows again from x0 (row L of the tile, `active`: the tile lies inside x). Returns the
-// scale byte, bit 8 when the 4 candidate's code words are chosen, bit 9 when the codes were
-// stored here.
+// tile again from x0 (its row 0, column 0; `active`: the tile lies inside x): the lane's rows
+// L + 4 k and, for the columnwise output, its columns L + 4 k, whose errors the x^T tree sums.
+// Returns the rowwise choice in bits 0..8 (as quad_choice), bit 9 when the rowwise codes were
+// stored here; the columnwise choice in bits 16..24, bit 25 when its codes and scales were stored.
 template <QuantMode M>
-__device__ __noinline__ uint32_t quad_slow(const uint16_t* x0, int64_t x_stride, bool active,
+__device__ __noinline__ uint32_t quad_slow(const uint16_t* x0, int64_t x_stride, int L, bool active,
                                            const QuadHead h, const GlobalScale g,
-                                           const ErrorConsts c, unsigned mask, uint8_t* codes,
-                                           int64_t codes_stride) {
-  auto row = [&](int k, float(&x)[16]) {  // row L + 4 k of the tile, zeros outside x
+                                           const ErrorConsts c, unsigned mask, const QuadOut o) {
+  auto row = [&](int k, float(&x)[16]) {  // row L + 4 k, zeros outside x
     uint4 a{}, b{};
     if (active) {
-      const uint4* q = reinterpret_cast<const uint4*>(x0 + 4 * k * x_stride);
+      const uint4* q = reinterpret_cast<const uint4*>(x0 + (L + 4 * k) * x_stride);
       a = load_x16(q), b = load_x16(q + 1);
     }
     const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
     unpack_words(w, x);
   };
-  uint8_t scale = static_cast<uint8_t>(h.s6);
+  auto column = [&](int k, float(&x)[16]) {  // column L + 4 k
+    for (int i = 0; i < 16; ++i)
+      x[i] = active ? num::from_bits(uint32_t{x0[i * x_stride + L + 4 * k]} << 16) : 0.0f;
+  };
+  uint32_t rows = h.s6, cols = h.s6;
   if constexpr (is_error_rule<M>()) {
-    constexpr Rule kRule = rule_of<M>();
-    uint32_t s6 = h.s6, s4 = h.s4;
-    if (!h.fast) s6 = num::scale_map6(h.b, g.s_enc), s4 = num::scale_map4(h.b, g.s_enc);
-    float e6[4], e4[4];
-    for (int k = 0; k < 4; ++k) {
-      float x[16];
-      row(k, x);
-      if (!h.fast) {
-        Block16 xb;
-        for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-        const float2 e = reference_errors(xb, static_cast<uint8_t>(s6), static_cast<uint8_t>(s4),
-                                          g.s_dec, g.amax, c.bound, kRule);
-        e6[k] = e.x, e4[k] = e.y;
-      } else {
-        float gv[16];
-        grid_values_s(x, h.t6.inv_s, gv);
-        e6[k] = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s6)), g.amax,
-                                         c.denom, c.rdenom, 64.0f);
-        grid_values_s(x, h.t4.inv_s, gv);
-        e4[k] = grid::exact_error<kRule>(x, gv, e4m3_value(static_cast<uint8_t>(s4)), g.amax,
-                                         c.denom, c.rdenom, 64.0f);
-      }
-    }
-    const bool four = s4 != s6 && num::pick_map4(quad_tree<M>(e4, mask), quad_tree<M>(e6, mask));
-    if (h.fast) return (four ? s4 : s6) | (four ? 0x100u : 0u);
-    scale = static_cast<uint8_t>(four ? s4 : s6);
+    if (o.codes) rows = quad_choice<M>(row, h, g, c, mask);
+    if (o.codes_t) cols = quad_choice<M>(column, h, g, c, mask);
   }
-  for (int k = 0; k < 4 && active; ++k) {  // the reference codes (N3.2)
-    float x[16];
-    row(k, x);
-    Block16 xb;
-    for (int i = 0; i < 16; ++i) xb.v[i] = x[i];
-    const uint64_t q = reference_codes(xb, inverse_of(scale, g.s_dec));
-    *reinterpret_cast<uint2*>(codes + 4 * k * codes_stride) =
-        make_uint2(static_cast<uint32_t>(q), static_cast<uint32_t>(q >> 32));
+  if (h.fast || !active) return rows | (cols << 16);
+  const float s_dec = g.s_dec;
+  if (o.codes) {
+    quad_reference_codes(row, static_cast<uint8_t>(rows), s_dec, o.codes, 4 * o.codes_stride);
+    rows |= 0x200u;
   }
-  return scale | 0x200u;
+  if (o.codes_t) {
+    quad_reference_codes(column, static_cast<uint8_t>(cols), s_dec, o.codes_t,
+                         4 * o.codes_t_stride);
+    for (int k = 0; k < 4; ++k) o.scales_t[4 * k * o.scales_t_stride] = static_cast<uint8_t>(cols);
+    cols |= 0x200u;
+  }
+  return rows | (cols << 16);
 }
 
 // Warp w of the grid takes steps w, w + W, ... (W warps): step s is tile row s / spr, columns
 // 128 (s % spr) + [0, 128) (spr steps per tile row). Host: rows % 16 == 0, cols % 16 == 0,
-// (rows / 16) * spr < 2^31, x rows 16-byte aligned, codes 8-byte aligned with stride % 8 == 0.
-template <QuantMode M>
-__global__ void __launch_bounds__(kLeanThreads, kLeanTensorMinCtas)
+// (rows / 16) * spr < 2^31, x rows 16-byte aligned, codes 8-byte aligned with stride % 8 == 0,
+// kCol: codes_t likewise and the columnwise amax the rowwise one (p.rowwise may be false).
+template <QuantMode M, bool kCol>
+__global__ void __launch_bounds__(kLeanThreads, kCol ? kQuadColMinCtas : kLeanTensorMinCtas)
     quantize_tile16_quad_kernel(const QuantizeParams p) {
   __shared__ LeanEntry s_tab[256];
   const ErrorConsts consts = error_consts(p.bound);
@@ -162,15 +250,16 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanTensorMinCtas)
   const uint32_t n = static_cast<uint32_t>(p.rows / 16) * spr;
   const uint32_t W = gridDim.x * kQuadWarps;
   const uint16_t* xs = static_cast<const uint16_t*>(p.x);
+  const bool rowwise = !kCol || p.rowwise;
   for (uint32_t s = blockIdx.x * kQuadWarps + threadIdx.x / 32; s < n; s += W) {  // uniform
-    const int64_t col = int64_t{s % spr} * kQuadCols + 16 * t;
-    const bool active = col < p.cols;  // uniform over the quad
-    const int64_t row = int64_t{s / spr} * 16 + L;
-    const uint16_t* x0 = xs + row * p.x_stride + col;
+    const int64_t col = int64_t{s % spr} * kQuadCols + 16 * t;  // the tile's first column
+    const bool active = col < p.cols;                           // uniform over the quad
+    const int64_t row0 = int64_t{s / spr} * 16;                 // the tile's first row
+    const uint16_t* x0 = xs + row0 * p.x_stride + col;
     uint4 raw[8];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const uint4* q = reinterpret_cast<const uint4*>(x0 + 4 * k * p.x_stride);
+      const uint4* q = reinterpret_cast<const uint4*>(x0 + (L + 4 * k) * p.x_stride);
       raw[2 * k] = active ? load_x16(q) : make_uint4(0, 0, 0, 0);
       raw[2 * k + 1] = active ? load_x16(q + 1) : make_uint4(0, 0, 0, 0);
     }
@@ -195,7 +284,8 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanTensorMinCtas)
         c4[k] = quad_codes(gv, w);
       }
       te6 = quad_tree<M>(e6, 0xFFFFFFFFu), te4 = quad_tree<M>(e4, 0xFFFFFFFFu);
-      // The tile bound (n = 16 rows, K = k64 / 64 exactly), as quantize_block<M, true>.
+      // The tile bound (n = 16 rows, K = k64 / 64 exactly), as quantize_block<M, true>; it holds
+      // for the x^T order of the sums too.
       const float k6 = num::mul(h.t6.k64, 0.015625f), k4 = num::mul(h.t4.k64, 0.015625f);
       const float bound =
           num::add(approx_bound<M>(te6, k6, 16.0f), approx_bound<M>(te4, k4, 16.0f));
@@ -211,18 +301,50 @@ __global__ void __launch_bounds__(kLeanThreads, kLeanTensorMinCtas)
         c6[k] = c4[k] = quad_codes(gv, w);
       }
     }
-    uint8_t* codes = p.codes + row * p.codes_stride + col / 2;
-    const uint32_t pick =
-        slow ? quad_slow<M>(x0, p.x_stride, active, h, gs, consts, qmask, codes, p.codes_stride)
-             : (is_error_rule<M>() && num::pick_map4(te4, te6) ? (h.s4 | 0x100u) : h.s6);
-    if (active) {
-      uint8_t* scales = p.scales + row * p.scales_stride + col / 16;
+    const int64_t tcol = col + L;  // the lane's column of the tile (slow path: L + 4 k)
+    QuadOut o{};
+    if (rowwise) o.codes = p.codes + (row0 + L) * p.codes_stride + col / 2;
+    o.codes_stride = p.codes_stride;
+    if (kCol) {
+      o.codes_t = p.codes_t + tcol * p.codes_t_stride + row0 / 2;
+      o.codes_t_stride = p.codes_t_stride;
+      o.scales_t = p.scales_t + tcol * p.scales_t_stride + row0 / 16;
+      o.scales_t_stride = p.scales_t_stride;
+    }
+    uint32_t pick = h.s6;  // rowwise choice in bits 0..9, columnwise in 16..25 (as quad_slow)
+    if (slow) {
+      pick = quad_slow<M>(x0, p.x_stride, L, active, h, gs, consts, qmask, o);
+    } else {
+      if (is_error_rule<M>() && num::pick_map4(te4, te6)) pick = h.s4 | 0x100u;
+      pick |= pick << 16;
+    }
+    if (rowwise && active) {
+      uint8_t* scales = p.scales + (row0 + L) * p.scales_stride + col / 16;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         if (!(pick & 0x200u))
-          *reinterpret_cast<uint2*>(codes + 4 * k * p.codes_stride) =
+          *reinterpret_cast<uint2*>(o.codes + 4 * k * p.codes_stride) =
               (pick & 0x100u) ? c4[k] : c6[k];
         scales[4 * k * p.scales_stride] = static_cast<uint8_t>(pick);
+      }
+    }
+    if constexpr (kCol) {
+      // Uniform over the warp (the shuffles): a tile whose codes the slow path stored still
+      // takes part, its lanes store nothing.
+      const uint32_t cp = pick >> 16;
+      uint2 w[4], ct[4];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) w[k] = (cp & 0x100u) ? c4[k] : c6[k];
+      quad_transpose(w, L, ct);
+      if (active && !(cp & 0x200u)) {
+        const int64_t c0 = col + 8 * (L & 1) + 2 * (L & 2);  // columns c0 .. c0 + 3
+        uint8_t* codes_t = p.codes_t + c0 * p.codes_t_stride + row0 / 2;
+        uint8_t* scales_t = p.scales_t + c0 * p.scales_t_stride + row0 / 16;
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          *reinterpret_cast<uint2*>(codes_t + c * p.codes_t_stride) = ct[c];
+          scales_t[c * p.scales_t_stride] = static_cast<uint8_t>(cp);
+        }
       }
     }
   }

@@ -108,13 +108,13 @@ TEST(CudaQuantizeEdge, LeanUndecidedBlocks) {
   }
 }
 
-// bf16 16x16 rowwise per tensor (the four-lanes-per-tile kernel, quantize_quad.cuh) on a tall
-// tensor, so every warp takes several steps and the last strip of each tile row is partial
-// (1040 columns): a third of the tiles hold only values on both candidates' grids (the tile
-// errors tie exactly: undecided, decided by the exact errors), one tile a NaN, one an Inf, one
+// bf16 16x16 per tensor (the four-lanes-per-tile kernel, quantize_quad.cuh) on a tall tensor, so
+// every warp takes several steps and the last strip of each tile row is partial (1040 columns):
+// a third of the tiles hold only values on both candidates' grids (the tile errors tie exactly:
+// undecided, decided by the exact errors, for W and for W^T), one tile a NaN, one an Inf, one
 // zeros, one negative zeros, one a huge value (its scales saturate), under the amax 6 * bound
-// (S_enc = 1, so those ties are exact) and under the data's amax; every 16x16 rule, contiguous
-// and padded rows of x.
+// (S_enc = 1, so those ties are exact) and another; every 16x16 rule, rowwise (contiguous and
+// padded rows of x), rowwise + columnwise and columnwise only.
 TEST(CudaQuantizeEdge, Tile16QuadTiles) {
   F46_SKIP_WITHOUT_CUDA();
   const int64_t rows = 8192, cols = 1040, tiles_per_row = cols / 16;
@@ -139,12 +139,17 @@ TEST(CudaQuantizeEdge, Tile16QuadTiles) {
   at(5000, 0, 9) = 3.0e38f;
   for (int64_t stride : {cols, cols + 8}) {
     const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v, stride);
-    for (int mode = 0; mode < 5; ++mode) {  // mae, mse, abs_max, all6, all4
-      const QuantizeConfig cfg = make_cfg(mode, false, true);
-      for (const AmaxSpec& a : {tensor_amax(6.0f * cfg.scale_bound), tensor_amax(1000.0f)}) {
-        expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
-                              "quad 16x16 mode " + std::to_string(mode) + " amax " +
-                                  std::to_string(a.amax[0]) + " stride " + std::to_string(stride));
+    for (int mode = 0; mode < 5; ++mode) {          // mae, mse, abs_max, all6, all4
+      for (int layout = 0; layout < 3; ++layout) {  // rowwise, row + col, columnwise only
+        if (layout > 0 && stride != cols) continue;
+        QuantizeConfig cfg = make_cfg(mode, layout > 0, true);
+        cfg.rowwise = layout < 2;
+        for (const AmaxSpec& a : {tensor_amax(6.0f * cfg.scale_bound), tensor_amax(1000.0f)}) {
+          expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                                "quad 16x16 mode " + std::to_string(mode) + " layout " +
+                                    std::to_string(layout) + " amax " + std::to_string(a.amax[0]) +
+                                    " stride " + std::to_string(stride));
+        }
       }
     }
   }
