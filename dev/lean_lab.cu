@@ -203,7 +203,8 @@ int main(int argc, char** argv) {
     uint8_t *codes_t, *scales_t;
     BENCH_CUDA(cudaMalloc(&codes_t, n / 2));
     BENCH_CUDA(cudaMalloc(&scales_t, n / 16));
-    auto run_rc = [&](const char* mode_name, QuantMode m, float bound) {
+    // tile16: 16x16 row+col, the tile kernel against the src quad kernel (kCol).
+    auto run_rc = [&](const char* mode_name, QuantMode m, float bound, bool tile16 = false) {
       std::vector<uint8_t> ref[4], got[4];
       uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
       const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
@@ -217,7 +218,15 @@ int main(int argc, char** argv) {
           q.scales_t = scales_t;
           q.scales_t_stride = R / 16;
           q.wide_rows = q.wide_cols = true;
-          q.pair_cols = m != QuantMode::kMAE;
+          q.pair_cols = m != QuantMode::kMAE && !tile16;
+          if (k == 1 && tile16) {  // src/cuda/quantize/quantize_quad.cuh, MAE
+            auto kernel = quantize_tile16_quad_kernel<QuantMode::kMAE, true>;
+            const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
+            const int grid = std::min<int64_t>((steps + kQuadWarps - 1) / kQuadWarps,
+                                               resident(kernel, kLeanThreads));
+            kernel<<<grid, kLeanThreads>>>(q);
+            return;
+          }
           if (k == 1) {  // dev/lean_rowcol.cuh
             const int64_t su = (R / kRcUnitRows + kRcStack - 1) / kRcStack * (C / kRcUnitCols);
             auto launch_rc = [&](auto kernel) {
@@ -234,6 +243,7 @@ int main(int argc, char** argv) {
           QuantizeLaunch l;
           l.mode = m;
           l.tile_kernel = true;
+          l.tile16 = tile16;
           const int64_t seg = (q.pair_cols ? 2 : 1) * kUnitRows;
           const int64_t units = (R + seg - 1) / seg * ((C + kUnitCols - 1) / kUnitCols);
           l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
@@ -253,13 +263,15 @@ int main(int argc, char** argv) {
         const double us = median_us(iters, launch);
         const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
         std::printf("| %s | %s row+col | %lldx%lld | %.1f | %.3f | %s |\n",
-                    k == 0 ? "tile kernel (reference)" : "lean row+col kernel (dev)", mode_name,
-                    (long long)R, (long long)C, us, bytes / us * 1e-3 / copy_gbs,
-                    k == 0 ? "ref" : (eq ? "yes" : "NO"));
+                    k == 0 ? "tile kernel (reference)"
+                           : (tile16 ? "quad kernel (src)" : "lean row+col kernel (dev)"),
+                    tile16 ? "16x16 MAE" : mode_name, (long long)R, (long long)C, us,
+                    bytes / us * 1e-3 / copy_gbs, k == 0 ? "ref" : (eq ? "yes" : "NO"));
         std::fflush(stdout);
       }
     };
     if (!t16_only) run_rc("MAE", QuantMode::kMAE, 256.0f);
+    run_rc("MAE", QuantMode::kMAE, 256.0f, true);  // 16x16 row+col
     {  // 16x16 MAE rowwise: the tile kernel (reference) against dev/lean_tile16.cuh
       std::vector<uint8_t> rc(n / 2), rs(n / 16);
       const char* names16[] = {"tile kernel (reference)",     "lean 16x16 kernel (dev)",

@@ -129,8 +129,10 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
              p.scope == ScopeKind::kTensor && p.vec_load && !p.rht_rowwise && !p.stochastic &&
              quad_steps < (int64_t{1} << 31) &&
              (!cfg.columnwise || (p.amax_t == nullptr && !p.rht_columnwise));
-  if (l.quad16) {
-    l.grid = dim3(grid_x(quad_steps, kLeanThreads / 32));
+  if (l.quad16) {  // a warp per step (columnwise: per run of kQuadRun steps)
+    l.grid = dim3(grid_x(
+        cfg.columnwise ? ceil_div(rows / 16, kQuadRun) * ceil_div(cols, kQuadCols) : quad_steps,
+        kLeanThreads / 32));
   } else if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
     const int64_t seg_rows = (p.pair_cols ? 2 : 1) * kUnitRows;  // band pairs or bands
     l.grid = dim3(grid_x(ceil_div(rows, seg_rows) * ceil_div(cols, kUnitCols), kTileWarps));

@@ -66,6 +66,9 @@ inline constexpr int kLeanGroupSteps = 4;
 inline constexpr int kQuadCols = 128;
 // ... with the columnwise output (its transpose needs more registers: 5 CTAs spill).
 inline constexpr int kQuadColMinCtas = 3;
+// ... whose warps take runs of kQuadRun tile rows down one strip (columnwise stores of whole
+// 32-byte sectors).
+inline constexpr int kQuadRun = 4;
 // Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
 // kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
 // being quantized, one in flight), kTileWarps warps per CTA, registers bounded for

@@ -108,16 +108,9 @@ TEST(CudaQuantizeEdge, LeanUndecidedBlocks) {
   }
 }
 
-// bf16 16x16 per tensor (the four-lanes-per-tile kernel, quantize_quad.cuh) on a tall tensor, so
-// every warp takes several steps and the last strip of each tile row is partial (1040 columns):
-// a third of the tiles hold only values on both candidates' grids (the tile errors tie exactly:
-// undecided, decided by the exact errors, for W and for W^T), one tile a NaN, one an Inf, one
-// zeros, one negative zeros, one a huge value (its scales saturate), under the amax 6 * bound
-// (S_enc = 1, so those ties are exact) and another; every 16x16 rule, rowwise (contiguous and
-// padded rows of x), rowwise + columnwise and columnwise only.
-TEST(CudaQuantizeEdge, Tile16QuadTiles) {
-  F46_SKIP_WITHOUT_CUDA();
-  const int64_t rows = 8192, cols = 1040, tiles_per_row = cols / 16;
+// The tiles of Tile16QuadTiles on an R x C bf16 matrix.
+std::vector<float> quad_tile_values(int64_t rows, int64_t cols) {
+  const int64_t tiles_per_row = cols / 16;
   std::vector<float> v = random_values(rows * cols, 17, Dist::kStudentT, 3.0f, DType::kBFloat16);
   std::mt19937 gen(5);
   const float grid[] = {0.0f, 1.5f, -1.5f, 3.0f, -3.0f, 6.0f, -6.0f};
@@ -133,22 +126,39 @@ TEST(CudaQuantizeEdge, Tile16QuadTiles) {
     at(tile, gen() % 16, gen() % 16) = gen() % 2 ? 6.0f : -6.0f;
   }
   at(7, 3, 4) = std::numeric_limits<float>::quiet_NaN();
-  at(tiles_per_row + 64, 15, 15) = -std::numeric_limits<float>::infinity();  // last tile of a row
+  at(2 * tiles_per_row - 1, 15, 15) = -std::numeric_limits<float>::infinity();  // last of a row
   for (int64_t r = 0; r < 16; ++r)
     for (int64_t c = 0; c < 16; ++c) at(100, r, c) = 0.0f, at(101, r, c) = -0.0f;
-  at(5000, 0, 9) = 3.0e38f;
-  for (int64_t stride : {cols, cols + 8}) {
-    const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v, stride);
-    for (int mode = 0; mode < 5; ++mode) {          // mae, mse, abs_max, all6, all4
-      for (int layout = 0; layout < 3; ++layout) {  // rowwise, row + col, columnwise only
-        if (layout > 0 && stride != cols) continue;
-        QuantizeConfig cfg = make_cfg(mode, layout > 0, true);
-        cfg.rowwise = layout < 2;
-        for (const AmaxSpec& a : {tensor_amax(6.0f * cfg.scale_bound), tensor_amax(1000.0f)}) {
-          expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
-                                "quad 16x16 mode " + std::to_string(mode) + " layout " +
-                                    std::to_string(layout) + " amax " + std::to_string(a.amax[0]) +
-                                    " stride " + std::to_string(stride));
+  at(tiles - 3, 0, 9) = 3.0e38f;
+  return v;
+}
+
+// bf16 16x16 per tensor (the four-lanes-per-tile kernel, quantize_quad.cuh): a third of the tiles
+// hold only values on both candidates' grids (the tile errors tie exactly: undecided, decided by
+// the exact errors, for W and for W^T), one tile a NaN, one an Inf, one zeros, one negative
+// zeros, one a huge value (its scales saturate), under the amax 6 * bound (S_enc = 1, so those
+// ties are exact) and another; every 16x16 rule. 8192 x 1040: rowwise (contiguous and padded
+// rows of x), rowwise + columnwise and columnwise only, every warp taking several steps, each
+// tile row ending in a partial strip. 102448 x 144 (6403 tile rows): rowwise + columnwise and
+// columnwise only with every warp taking several runs of 4 tile rows, the last run partial.
+TEST(CudaQuantizeEdge, Tile16QuadTiles) {
+  F46_SKIP_WITHOUT_CUDA();
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{8192, 1040}, {102448, 144}}) {
+    const std::vector<float> v = quad_tile_values(rows, cols);
+    for (int64_t stride : {cols, cols + 8}) {
+      const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v, stride);
+      for (int mode = 0; mode < 5; ++mode) {          // mae, mse, abs_max, all6, all4
+        for (int layout = 0; layout < 3; ++layout) {  // rowwise, row + col, columnwise only
+          if ((layout > 0 && stride != cols) || (layout == 0 && cols == 144)) continue;
+          QuantizeConfig cfg = make_cfg(mode, layout > 0, true);
+          cfg.rowwise = layout < 2;
+          for (const AmaxSpec& a : {tensor_amax(6.0f * cfg.scale_bound), tensor_amax(1000.0f)}) {
+            expect_same_quantized(
+                quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                "quad 16x16 " + std::to_string(rows) + "x" + std::to_string(cols) + " mode " +
+                    std::to_string(mode) + " layout " + std::to_string(layout) + " amax " +
+                    std::to_string(a.amax[0]) + " stride " + std::to_string(stride));
+          }
         }
       }
     }
