@@ -3,7 +3,8 @@
 // and results as quantize_tile_kernel<T, M, true> (N3.4: one scale per tile, the tile error a
 // pairwise tree over its 16 row errors; N1.4: the columnwise output is the quantization of x^T,
 // whose tile error sums the columns of x), laid out for register work instead of shared memory:
-//   - four lanes per tile ("quad"): a warp step is 16 rows x 128 columns (8 tiles); lane 4 t + L
+//   - four lanes per tile ("quad"): a warp step is 16 rows x 128 columns (8 tiles; with the
+//     columnwise output a warp takes runs of 4 steps down one strip); lane 4 t + L
 //     holds rows L, L + 4, L + 8, L + 12 of tile t (4 x 32 bytes, loaded once into registers),
 //     so the first two levels of the N3.4 tree (rows i, i + 8, then i, i + 4) lie in the lane
 //     and the last two, like the tile amax, are shuffles within the quad;
@@ -21,7 +22,8 @@
 //     by reference spilled 160 bytes per lane and step and ran at 0.54-0.57 of copy instead of
 //     0.77-0.90 on an H100, bench/RESULTS.md 2026-12-05 night).
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
-// .cpp: the bf16 per-tensor 16x16 rowwise cases are dispatched here).
+// .cpp: the bf16 per-tensor 16x16 cases without an own columnwise amax are dispatched here;
+// CudaQuantizeEdge.Tile16QuadTiles is written for it).
 #pragma once
 
 #include <cstdint>
