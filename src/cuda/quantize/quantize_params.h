@@ -61,7 +61,7 @@ inline constexpr int kLeanTensorMinCtas = 5;
 // Group scope takes the lean kernel when the groups average at least this many steps of
 // kLeanThreads blocks (512 blocks, as with the former 2 steps of 256).
 inline constexpr int kLeanGroupSteps = 4;
-// The 16x16 rowwise kernel (quantize_quad.cuh): kLeanThreads per CTA, each warp step 16 rows x
+// The bf16 16x16 kernel (quantize_quad.cuh): kLeanThreads per CTA, each warp step 16 rows x
 // kQuadCols columns (8 tiles, four lanes per tile), registers bounded for kLeanTensorMinCtas.
 inline constexpr int kQuadCols = 128;
 // ... with the columnwise output (its transpose needs more registers: 5 CTAs spill).

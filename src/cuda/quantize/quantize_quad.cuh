@@ -84,7 +84,7 @@ __device__ __forceinline__ QuadHead quad_head(const uint4 (&raw)[8], const LeanE
   return h;
 }
 
-// The 16 values and raw words of row k of the lane (raw words 2 k and 2 k + 1).
+// The raw bf16 words of row k of the lane (raw words 2 k and 2 k + 1); the row's code words.
 __device__ __forceinline__ void quad_words(const uint4 (&raw)[8], int k, uint32_t (&w)[8]) {
   const uint4 a = raw[2 * k], b = raw[2 * k + 1];
   w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z, w[7] = b.w;
