@@ -26,7 +26,6 @@
 #include "../bench/bench_util.h"
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
-#include "lean_rowcol.cuh"
 #include "lean_table.cuh"
 #include "lean_tile16.cuh"
 #include "lean_tile16_lanes.cuh"
@@ -208,7 +207,8 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> ref[4], got[4];
       uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
       const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
-      for (int k = 0; k < 2; ++k) {
+      const int n_var = tile16 ? 2 : 4;  // row+col: the src kernel at 4, 3 and 5 CTAs
+      for (int k = 0; k < n_var; ++k) {
         auto launch = [&](int i) {
           QuantizeParams q = params(i, codes, scales);
           q.bound = bound;
@@ -227,17 +227,22 @@ int main(int argc, char** argv) {
             kernel<<<grid, kLeanThreads>>>(q);
             return;
           }
-          if (k == 1) {  // dev/lean_rowcol.cuh
-            const int64_t su = (R / kRcUnitRows + kRcStack - 1) / kRcStack * (C / kRcUnitCols);
+          if (k >= 1) {  // src/cuda/quantize/quantize_rowcol.cuh, 4 / 3 / 5 CTAs
+            const int64_t runs = (R / 16 + kRowColRun - 1) / kRowColRun * (C / kRcUnitCols);
             auto launch_rc = [&](auto kernel) {
-              const int grid =
-                  std::min<int64_t>((su + kRcWarps - 1) / kRcWarps, resident(kernel, kLeanThreads));
+              const int grid = std::min<int64_t>((runs + kRcWarps - 1) / kRcWarps,
+                                                 resident(kernel, kLeanThreads));
               kernel<<<grid, kLeanThreads>>>(q);
             };
-            if (m == QuantMode::kMAE)
-              launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE>);
-            else
-              launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient>);
+            if (m == QuantMode::kMAE) {
+              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, 3>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, 5>);
+            } else {
+              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, 3>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, 5>);
+            }
             return;
           }
           QuantizeLaunch l;
@@ -257,16 +262,18 @@ int main(int argc, char** argv) {
           (k == 0 ? ref : got)[b].resize(sizes[b]);
           BENCH_CUDA(cudaMemcpy((k == 0 ? ref : got)[b].data(), bufs[b], sizes[b],
                                 cudaMemcpyDeviceToHost));
-          if (k == 1) eq = eq && got[b] == ref[b];
+          if (k >= 1) eq = eq && got[b] == ref[b];
         }
-        if (k == 1) all_equal = all_equal && eq;
+        if (k >= 1) all_equal = all_equal && eq;
         const double us = median_us(iters, launch);
         const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
-        std::printf("| %s | %s row+col | %lldx%lld | %.1f | %.3f | %s |\n",
-                    k == 0 ? "tile kernel (reference)"
-                           : (tile16 ? "quad kernel (src)" : "lean row+col kernel (dev)"),
-                    tile16 ? "16x16 MAE" : mode_name, (long long)R, (long long)C, us,
-                    bytes / us * 1e-3 / copy_gbs, k == 0 ? "ref" : (eq ? "yes" : "NO"));
+        const char* rc_names[] = {"lean row+col kernel (src)", "lean row+col, 3 CTAs",
+                                  "lean row+col, 5 CTAs"};
+        std::printf(
+            "| %s | %s row+col | %lldx%lld | %.1f | %.3f | %s |\n",
+            k == 0 ? "tile kernel (reference)" : (tile16 ? "quad kernel (src)" : rc_names[k - 1]),
+            tile16 ? "16x16 MAE" : mode_name, (long long)R, (long long)C, us,
+            bytes / us * 1e-3 / copy_gbs, k == 0 ? "ref" : (eq ? "yes" : "NO"));
         std::fflush(stdout);
       }
     };

@@ -17,6 +17,7 @@ struct QuantizeLaunch {
   bool lean = false;         // bf16 rows kernel case of quantize_rows_lean_kernel
   bool lean_tensor = false;  // ... per tensor: quantize_rows_lean_tensor_kernel
   bool quad16 = false;       // bf16 16x16 per tensor: quantize_tile16_quad_kernel
+  bool rowcol = false;       // bf16 1x16 row+col per tensor: quantize_rowcol_lean_kernel
   size_t shared_bytes = 0;   // staged group offsets
   dim3 grid;
 };

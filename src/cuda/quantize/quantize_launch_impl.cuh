@@ -7,6 +7,7 @@
 #include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "cuda/quantize/quantize_quad.cuh"
+#include "cuda/quantize/quantize_rowcol.cuh"
 #include "cuda/quantize/quantize_rows_kernel.cuh"
 #include "cuda/quantize/quantize_tile_kernel.cuh"
 
@@ -52,6 +53,13 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
         F46_CHECK_LAUNCH("quantize_tile16_quad_kernel");
         return;
       }
+    }
+    if (l.rowcol) {
+      const unsigned max_ctas = resident_ctas(quantize_rowcol_lean_kernel<M>, kLeanThreads, 0);
+      const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
+      quantize_rowcol_lean_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
+      F46_CHECK_LAUNCH("quantize_rowcol_lean_kernel");
+      return;
     }
     if (l.lean) {
       const unsigned max_ctas =

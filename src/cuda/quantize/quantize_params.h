@@ -69,6 +69,11 @@ inline constexpr int kQuadColMinCtas = 3;
 // ... whose warps take runs of kQuadRun tile rows down one strip (columnwise stores of whole
 // 32-byte sectors).
 inline constexpr int kQuadRun = 4;
+// The bf16 1x16 rowwise + columnwise kernel (quantize_rowcol.cuh): kLeanThreads per CTA, units
+// of 16 rows x 64 columns, each warp taking runs of kRowColRun units down one strip (a column's
+// 32-byte code sector per run), registers bounded for kRowColMinCtas CTAs per SM.
+inline constexpr int kRowColRun = 4;
+inline constexpr int kRowColMinCtas = 4;
 // Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
 // kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
 // being quantized, one in flight), kTileWarps warps per CTA, registers bounded for

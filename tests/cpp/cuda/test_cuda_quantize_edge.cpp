@@ -165,6 +165,45 @@ TEST(CudaQuantizeEdge, Tile16QuadTiles) {
   }
 }
 
+// bf16 1x16 rowwise + columnwise per tensor (the lean row+col kernel, quantize_rowcol.cuh), on
+// quad_tile_values: a third of the 16x16 tiles hold only values on both candidates' grids, so row
+// and column blocks tie exactly (decided by the exact errors), with a NaN, an Inf, zero,
+// negative-zero and saturating tiles. Every rule and the gradient mode; row+col and columnwise
+// only. 1040 x 1088: runs of 4 units with a last run of one unit, codes_t and scales_t rows not
+// 16- / 4-byte aligned (8-byte pieces and bytes), contiguous and padded rows of x, the tensor
+// amax and an own columnwise amax. 24048 x 512: every warp takes several runs, the last run of
+// each strip holds 3 units.
+TEST(CudaQuantizeEdge, RowColRuns) {
+  F46_SKIP_WITHOUT_CUDA();
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1040, 1088}, {24048, 512}}) {
+    const bool big = rows > 10000;
+    const std::vector<float> v = quad_tile_values(rows, cols);
+    for (int64_t stride : {cols, cols + 8}) {
+      if (big && stride != cols) continue;
+      const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v, stride);
+      for (int mode = 0; mode < 6; ++mode) {  // mae, mse, abs_max, all6, all4, gradient RNE
+        if (big && mode != 0 && mode != 3 && mode != 5) continue;
+        for (int layout = 1; layout < 3; ++layout) {  // row + col, columnwise only
+          if (big && layout == 2) continue;
+          QuantizeConfig cfg = make_cfg(mode, true, false);
+          cfg.rowwise = layout == 1;
+          AmaxSpec own = tensor_amax(6.0f * cfg.scale_bound);
+          own.amax_columnwise = {1000.0f};
+          for (const AmaxSpec& a : {tensor_amax(6.0f * cfg.scale_bound), own}) {
+            if (big && !a.amax_columnwise.empty()) continue;
+            expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                                  "row+col " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                      " mode " + std::to_string(mode) + " layout " +
+                                      std::to_string(layout) + " own amax_t " +
+                                      std::to_string(!a.amax_columnwise.empty()) + " stride " +
+                                      std::to_string(stride));
+          }
+        }
+      }
+    }
+  }
+}
+
 // bf16 rowwise with a group-scope amax whose groups average >= kLeanGroupSteps steps (the lean
 // kernel, src/cuda/quantize/quantize_lean.cuh): boundaries inside steps and inside rows' block
 // runs, an empty group, one-row groups (smaller than a step), a group of zeros (amax 0), a group

@@ -1,0 +1,177 @@
+// The lean rowwise + columnwise kernel: bf16 input, 1x16 blocks, a per-tensor global amax (the
+// columnwise output may have its own, N1.4), round to nearest, no RHT, cols % 64 == 0 (rows % 16
+// == 0 as for every columnwise output): the activations and gradients of training, quantized for
+// both GEMM operands in one read of x. Same arithmetic and results as the tile kernel
+// (quantize_tile_kernel.cuh): every block, row or column, goes through lean_block
+// (quantize_lean.cuh), the plain rules and the gradient mode too.
+//
+// Work: x cut into units of 16 rows x 64 columns (2 KB); a warp takes runs of kRowColRun units
+// down one 64-column strip (64 rows), runs round robin over the warps. Per unit each lane loads
+// four 16-byte chunks straight into registers one unit ahead (a warp load reads four whole
+// 128-byte rows), stores them into the warp's shared tile (rows padded to 144 bytes: the reads
+// below are free of bank conflicts) and reads back:
+//   rowwise:    row lane / 2, blocks 2 (lane % 2) and 2 (lane % 2) + 1 (two 16-byte reads each):
+//               a lane pair stores a row's whole 32-byte code sector and its 4 scale bytes;
+//   columnwise: the 32-bit words of columns (2 lane, 2 lane + 1) in the 16 rows, split into the
+//               two columns' blocks by byte permutes. Their codes and scales are gathered in
+//               shared memory over the run and stored once per run: 32 contiguous code bytes
+//               and 4 scale bytes per column, two lanes per 32-byte sector. Storing 8 code bytes
+//               and a scale byte per column and unit instead (dev/lean_rowcol.cuh until
+//               2026-12-05) touched 32 lines per store instruction and ran at 0.21 of copy on an
+//               H200, below the tile kernel (bench/RESULTS.md), as the first columnwise form of
+//               the 16x16 kernel did (quantize_quad.cuh).
+// The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
+// .cpp: the bf16 per-tensor 1x16 row+col cases with cols % 64 == 0 are dispatched here;
+// CudaQuantizeEdge.RowColRuns is written for it).
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/quantize/quantize_lean.cuh"
+
+namespace f46::cuda {
+
+inline constexpr int kRcWarps = kLeanThreads / 32;
+inline constexpr int kRcUnitCols = 64;                    // a unit: 16 rows x 64 columns
+inline constexpr int kRcRowBytes = kRcUnitCols * 2 + 16;  // a unit row in shared memory
+
+// Host: bf16 x with 16-byte aligned rows, rows % 16 == 0, cols % 64 == 0, p.columnwise, codes_t
+// 8-byte aligned with stride % 8 == 0 (a run's 32 code bytes and 4 scale bytes per column go as
+// 16-byte pieces and one word where codes_t and scales_t allow, in 8-byte pieces and bytes
+// otherwise); with p.rowwise, p.wide_rows. kMinCtas: the register bound (dev/lean_lab.cu measures
+// others).
+template <QuantMode M, int kMinCtas = kRowColMinCtas>
+__global__ void __launch_bounds__(kLeanThreads, kMinCtas)
+    quantize_rowcol_lean_kernel(const QuantizeParams p) {
+  static_assert(kLeanThreads % 32 == 0 && kRowColRun == 4,
+                "whole warps; a run's 4 units fill a column's 32-byte code sector");
+  __shared__ LeanEntry s_tab[2][256];  // rowwise, columnwise (own amax only)
+  __shared__ __align__(16) uint8_t s_unit[kRcWarps][16 * kRcRowBytes];
+  // A run's columnwise output: codes of unit k, column c at k * 64 + c; scale at byte k of word c.
+  __shared__ __align__(16) uint2 s_codes_t[kRcWarps][kRowColRun * kRcUnitCols];
+  __shared__ uint32_t s_scales_t[kRcWarps][kRcUnitCols];
+
+  const ErrorConsts consts = error_consts(p.bound);
+  const GlobalScale gr = global_scale(p.amax[0], p.bound);
+  const bool own_t = p.amax_t != nullptr;
+  const GlobalScale gc = own_t ? global_scale(p.amax_t[0], p.bound) : gr;
+  for (int s = threadIdx.x; s < 256; s += blockDim.x) {
+    s_tab[0][s] = lean_entry<M>(s, gr, consts);
+    if (own_t) s_tab[1][s] = lean_entry<M>(s, gc, consts);
+  }
+  __syncthreads();  // the only CTA barrier: warps without work may leave below
+  const LeanEntry* tab_r = s_tab[0];
+  const LeanEntry* tab_c = s_tab[own_t ? 1 : 0];
+
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t bands = p.rows / 16, ucols = p.cols / kRcUnitCols;
+  const int64_t n_runs = (bands + kRowColRun - 1) / kRowColRun * ucols;
+  const int64_t warps = int64_t{gridDim.x} * kRcWarps;
+  int64_t run = int64_t{blockIdx.x} * kRcWarps + warp;
+  if (run >= n_runs) return;
+
+  // Lane's four chunks of a unit: chunk lane + 32 m is row lane / 8 + 4 m, 16-byte column lane % 8.
+  const int ld_row = lane / 8, ld_cc = lane % 8;
+  const uint16_t* xs = static_cast<const uint16_t*>(p.x);
+  auto load_unit = [&](int64_t u, int k, uint4(&v)[4]) {
+    const int64_t stack = u / ucols, row0 = (kRowColRun * stack + k) * 16;
+    const uint16_t* base =
+        xs + (row0 + ld_row) * p.x_stride + (u - stack * ucols) * kRcUnitCols + ld_cc * 8;
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+      v[m] = load_x16(reinterpret_cast<const uint4*>(base + 4 * m * p.x_stride));
+  };
+  const bool codes_t_wide =
+      (reinterpret_cast<uintptr_t>(p.codes_t) & 15u) == 0 && p.codes_t_stride % 16 == 0;
+  const bool scales_t_word =
+      (reinterpret_cast<uintptr_t>(p.scales_t) & 3u) == 0 && p.scales_t_stride % 4 == 0;
+  uint8_t* tile = s_unit[warp];
+  uint2* ct = s_codes_t[warp];
+  uint32_t* st = s_scales_t[warp];
+  int k = 0;
+  uint4 v[4];
+  load_unit(run, 0, v);
+  for (;;) {
+    const int64_t stack = run / ucols, col0 = (run - stack * ucols) * kRcUnitCols;
+    const int64_t band0 = kRowColRun * stack, row0 = (band0 + k) * 16;
+    const int nk = bands - band0 < kRowColRun ? static_cast<int>(bands - band0) : kRowColRun;
+    __syncwarp();  // the previous unit's reads (and the previous run's stores) are done
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+      *reinterpret_cast<uint4*>(tile + (ld_row + 4 * m) * kRcRowBytes + ld_cc * 16) = v[m];
+    __syncwarp();
+    const int64_t next_run = k + 1 < nk ? run : run + warps;
+    const int next_k = k + 1 < nk ? k + 1 : 0;
+    const bool more = next_run < n_runs;
+    if (more) load_unit(next_run, next_k, v);
+
+    if (p.rowwise) {  // row lane / 2, blocks 2 h and 2 h + 1 of the unit
+      const int r = lane / 2, h = lane % 2;
+      uint4 c[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        c[j] = *reinterpret_cast<const uint4*>(tile + r * kRcRowBytes + (4 * h + j) * 16);
+      const uint32_t w0[8] = {c[0].x, c[0].y, c[0].z, c[0].w, c[1].x, c[1].y, c[1].z, c[1].w};
+      const uint32_t w1[8] = {c[2].x, c[2].y, c[2].z, c[2].w, c[3].x, c[3].y, c[3].z, c[3].w};
+      const BlockCodes b0 = lean_block<M>(w0, tab_r, gr, consts);
+      const BlockCodes b1 = lean_block<M>(w1, tab_r, gr, consts);
+      uint8_t* codes = p.codes + (row0 + r) * p.codes_stride + col0 / 2 + 16 * h;
+      *reinterpret_cast<uint4*>(codes) =
+          make_uint4(static_cast<uint32_t>(b0.codes), static_cast<uint32_t>(b0.codes >> 32),
+                     static_cast<uint32_t>(b1.codes), static_cast<uint32_t>(b1.codes >> 32));
+      *reinterpret_cast<uint16_t*>(p.scales + (row0 + r) * p.scales_stride + col0 / 16 + 2 * h) =
+          static_cast<uint16_t>(b0.scale | (b1.scale << 8));
+    }
+    {  // columns 2 lane and 2 lane + 1: word `lane` of each of the 16 rows
+      uint32_t col[16];
+#pragma unroll
+      for (int r = 0; r < 16; ++r)
+        col[r] = *reinterpret_cast<const uint32_t*>(tile + r * kRcRowBytes + 4 * lane);
+      uint32_t we[8], wo[8];  // column 2 lane (low halves), 2 lane + 1 (high halves)
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        we[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x5410);
+        wo[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x7632);
+      }
+      const BlockCodes be = lean_block<M>(we, tab_c, gc, consts);
+      const BlockCodes bo = lean_block<M>(wo, tab_c, gc, consts);
+      *reinterpret_cast<uint4*>(ct + k * kRcUnitCols + 2 * lane) =
+          make_uint4(static_cast<uint32_t>(be.codes), static_cast<uint32_t>(be.codes >> 32),
+                     static_cast<uint32_t>(bo.codes), static_cast<uint32_t>(bo.codes >> 32));
+      reinterpret_cast<uint8_t*>(st + 2 * lane)[k] = be.scale;
+      reinterpret_cast<uint8_t*>(st + 2 * lane + 1)[k] = bo.scale;
+    }
+    if (k == nk - 1) {  // the run's last unit (uniform): its columnwise output
+      __syncwarp();
+      const int h = lane % 2;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {  // column 16 i + lane / 2, units 2 h and 2 h + 1
+        const int c = 16 * i + lane / 2;
+        uint8_t* dst = p.codes_t + (col0 + c) * p.codes_t_stride + band0 * 8 + 16 * h;
+        const uint2 lo = ct[2 * h * kRcUnitCols + c], hi = ct[(2 * h + 1) * kRcUnitCols + c];
+        if (nk == kRowColRun && codes_t_wide) {
+          *reinterpret_cast<uint4*>(dst) = make_uint4(lo.x, lo.y, hi.x, hi.y);
+        } else {
+          if (2 * h < nk) *reinterpret_cast<uint2*>(dst) = lo;
+          if (2 * h + 1 < nk) *reinterpret_cast<uint2*>(dst + 8) = hi;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {  // column 32 i + lane: 4 scale bytes
+        const int c = 32 * i + lane;
+        uint8_t* dst = p.scales_t + (col0 + c) * p.scales_t_stride + band0;
+        const uint32_t s = st[c];
+        if (nk == kRowColRun && scales_t_word) {
+          *reinterpret_cast<uint32_t*>(dst) = s;
+        } else {
+          for (int j = 0; j < nk; ++j) dst[j] = static_cast<uint8_t>(s >> (8 * j));
+        }
+      }
+    }
+    if (!more) break;
+    run = next_run;
+    k = next_k;
+  }
+}
+
+}  // namespace f46::cuda
