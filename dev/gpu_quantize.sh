@@ -37,11 +37,11 @@ if [ "$WHAT" = all ] || [ "$WHAT" = tests ]; then
   grep -m20 -B1 -A4 "Failure" "$OUT/tests.log" | head -80
 fi
 if [ "$WHAT" = all ] || [ "$WHAT" = sanitize ]; then
-  SMALL='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*144x192_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.LeanUndecidedBlocks:CudaDequantize.*:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaQuantizeEdge.LeanGroupScope:CudaAmax.NaNPropagates:CudaPad.*'
+  SMALL='CudaQuantizeEdge.RowColRuns:CudaQuantizeEdge.RowColGroupScope:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*144x192_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.LeanUndecidedBlocks:CudaDequantize.*:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaQuantizeEdge.LeanGroupScope:CudaAmax.NaNPropagates:CudaPad.*'
   timeout "$T_SAN" compute-sanitizer --tool memcheck --error-exitcode 9 "$TESTS" \
     --gtest_filter="$SMALL" --gtest_brief=1 > "$OUT/memcheck.log" 2>&1
   echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.log"
-  RACE='CudaQuantizeEdge.LeanUndecidedBlocks:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/mae16x16_256x1040_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/mae256_256x1040_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*rowcol_144x192_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/grad_rne_144x192_bfloat16:CudaQuantizeLarge.RowsKernelFloat32:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mse16x16_rowcol_48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mae_rowcol_129x160_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*grad_group_sr_48x80_float32:CudaQuantizeEdge.LeanGroupScope:CudaPad.*'
+  RACE='CudaQuantizeEdge.RowColRuns:CudaQuantizeEdge.RowColGroupScope:CudaQuantizeEdge.LeanUndecidedBlocks:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/mae16x16_256x1040_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/mae256_256x1040_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*rowcol_144x192_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/grad_rne_144x192_bfloat16:CudaQuantizeLarge.RowsKernelFloat32:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mse16x16_rowcol_48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mae_rowcol_129x160_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*grad_group_sr_48x80_float32:CudaQuantizeEdge.LeanGroupScope:CudaPad.*'
   timeout "$T_SAN" compute-sanitizer --tool racecheck --error-exitcode 9 "$TESTS" \
     --gtest_filter="$RACE" --gtest_brief=1 > "$OUT/racecheck.log" 2>&1
   echo "racecheck rc=$?"; tail -3 "$OUT/racecheck.log"

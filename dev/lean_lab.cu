@@ -207,7 +207,9 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> ref[4], got[4];
       uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
       const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
-      const int n_var = tile16 ? 2 : 4;  // row+col: the src kernel at 4, 3 and 5 CTAs
+      // row+col: the src kernel at 4, 3 and 5 CTAs; 16x16: the src quad kernel (runs of 4 tile
+      // rows, 3 CTAs), runs of 2 at 3 CTAs, runs of 4 / 2 at 4 CTAs (the last wave's tail).
+      const int n_var = tile16 ? 5 : 4;
       for (int k = 0; k < n_var; ++k) {
         auto launch = [&](int i) {
           QuantizeParams q = params(i, codes, scales);
@@ -219,12 +221,18 @@ int main(int argc, char** argv) {
           q.scales_t_stride = R / 16;
           q.wide_rows = q.wide_cols = true;
           q.pair_cols = m != QuantMode::kMAE && !tile16;
-          if (k == 1 && tile16) {  // src/cuda/quantize/quantize_quad.cuh, MAE
-            auto kernel = quantize_tile16_quad_kernel<QuantMode::kMAE, true>;
+          if (k >= 1 && tile16) {  // src/cuda/quantize/quantize_quad.cuh, MAE
             const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
-            const int grid = std::min<int64_t>((steps + kQuadWarps - 1) / kQuadWarps,
-                                               resident(kernel, kLeanThreads));
-            kernel<<<grid, kLeanThreads>>>(q);
+            auto launch_quad = [&](auto kernel) {
+              const int grid = std::min<int64_t>((steps + kQuadWarps - 1) / kQuadWarps,
+                                                 resident(kernel, kLeanThreads));
+              kernel<<<grid, kLeanThreads>>>(q);
+            };
+            constexpr QuantMode kM = QuantMode::kMAE;
+            if (k == 1) launch_quad(quantize_tile16_quad_kernel<kM, true>);
+            if (k == 2) launch_quad(quantize_tile16_quad_kernel<kM, true, 2, 3>);
+            if (k == 3) launch_quad(quantize_tile16_quad_kernel<kM, true, 4, 4>);
+            if (k == 4) launch_quad(quantize_tile16_quad_kernel<kM, true, 2, 4>);
             return;
           }
           if (k >= 1) {  // src/cuda/quantize/quantize_rowcol.cuh, 4 / 3 / 5 CTAs
@@ -235,13 +243,13 @@ int main(int argc, char** argv) {
               kernel<<<grid, kLeanThreads>>>(q);
             };
             if (m == QuantMode::kMAE) {
-              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE>);
-              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, 3>);
-              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, 5>);
+              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 3>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 5>);
             } else {
-              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient>);
-              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, 3>);
-              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, 5>);
+              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 3>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 5>);
             }
             return;
           }
@@ -269,9 +277,11 @@ int main(int argc, char** argv) {
         const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
         const char* rc_names[] = {"lean row+col kernel (src)", "lean row+col, 3 CTAs",
                                   "lean row+col, 5 CTAs"};
+        const char* quad_names[] = {"quad kernel (src)", "quad, runs of 2, 3 CTAs",
+                                    "quad, runs of 4, 4 CTAs", "quad, runs of 2, 4 CTAs"};
         std::printf(
             "| %s | %s row+col | %lldx%lld | %.1f | %.3f | %s |\n",
-            k == 0 ? "tile kernel (reference)" : (tile16 ? "quad kernel (src)" : rc_names[k - 1]),
+            k == 0 ? "tile kernel (reference)" : (tile16 ? quad_names[k - 1] : rc_names[k - 1]),
             tile16 ? "16x16 MAE" : mode_name, (long long)R, (long long)C, us,
             bytes / us * 1e-3 / copy_gbs, k == 0 ? "ref" : (eq ? "yes" : "NO"));
         std::fflush(stdout);

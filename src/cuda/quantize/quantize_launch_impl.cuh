@@ -55,9 +55,11 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
       }
     }
     if (l.rowcol) {
-      const unsigned max_ctas = resident_ctas(quantize_rowcol_lean_kernel<M>, kLeanThreads, 0);
+      auto kernel = p.scope == ScopeKind::kGroup ? quantize_rowcol_lean_kernel<M, true>
+                                                 : quantize_rowcol_lean_kernel<M, false>;
+      const unsigned max_ctas = resident_ctas(kernel, kLeanThreads, l.shared_bytes);
       const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-      quantize_rowcol_lean_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
+      kernel<<<grid, kLeanThreads, l.shared_bytes, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rowcol_lean_kernel");
       return;
     }

@@ -74,6 +74,11 @@ inline constexpr int kQuadRun = 4;
 // 32-byte code sector per run), registers bounded for kRowColMinCtas CTAs per SM.
 inline constexpr int kRowColRun = 4;
 inline constexpr int kRowColMinCtas = 4;
+// ... with a group-scope amax: a pair of 256-entry scale tables (16 bytes each) per warp in
+// dynamic shared memory, before the staged group ends.
+inline constexpr int kRowColGroupShared = (kLeanThreads / 32) * 2 * 256 * 16;
+// Group scope takes it when the groups average at least this many rows (a run's height).
+inline constexpr int kRowColGroupRows = 16 * kRowColRun;
 // Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
 // kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
 // being quantized, one in flight), kTileWarps warps per CTA, registers bounded for

@@ -249,8 +249,10 @@ inline constexpr int kQuadTileWords = 16 * 5 + 1, kQuadTileScales = 16 * 4 + 4;
 // (run u: strip u % spr, tile rows kQuadRun (u / spr) + j). Host: rows % 16 == 0, cols % 16 == 0,
 // (rows / 16) * spr < 2^31, x rows 16-byte aligned, codes 8-byte aligned with stride % 8 == 0,
 // kCol: codes_t likewise and the columnwise amax the rowwise one (p.rowwise may be false).
-template <QuantMode M, bool kCol>
-__global__ void __launch_bounds__(kLeanThreads, kCol ? kQuadColMinCtas : kLeanTensorMinCtas)
+// kRun (<= 4) and kMinCtas: open for dev/lean_lab.cu.
+template <QuantMode M, bool kCol, int kRun = kQuadRun,
+          int kMinCtas = kCol ? kQuadColMinCtas : kLeanTensorMinCtas>
+__global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_tile16_quad_kernel(const QuantizeParams p) {
   __shared__ LeanEntry s_tab[256];
   constexpr int kWarpsBuf = kCol ? kQuadWarps : 1;
@@ -367,12 +369,13 @@ __global__ void __launch_bounds__(kLeanThreads, kCol ? kQuadColMinCtas : kLeanTe
     const uint32_t n = trows * spr;
     for (uint32_t s = blockIdx.x * kQuadWarps + warp; s < n; s += W) step(s / spr, s % spr, 0);
   } else {
-    const uint32_t n = (trows + kQuadRun - 1) / kQuadRun * spr;  // runs
+    static_assert(kRun >= 1 && kRun <= 4, "the buffers hold 4 tile rows per column");
+    const uint32_t n = (trows + kRun - 1) / kRun * spr;  // runs
     const uint2* rbuf = s_codes_t[warp];
     const uint8_t* rsbuf = s_scales_t[warp];
     for (uint32_t u = blockIdx.x * kQuadWarps + warp; u < n; u += W) {  // uniform
-      const uint32_t strip = u % spr, tr0 = kQuadRun * (u / spr);
-      const uint32_t nj = trows - tr0 < kQuadRun ? trows - tr0 : kQuadRun;
+      const uint32_t strip = u % spr, tr0 = kRun * (u / spr);
+      const uint32_t nj = trows - tr0 < kRun ? trows - tr0 : kRun;
       for (uint32_t j = 0; j < nj; ++j) step(tr0 + j, strip, static_cast<int>(j));
       __syncwarp();
       // Lane: column 8 i + lane / 4 of the strip, tile row lane % 4 of the run.

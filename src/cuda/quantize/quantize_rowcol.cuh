@@ -27,6 +27,7 @@
 
 #include <cstdint>
 
+#include "cuda/common/group_offsets.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
 
 namespace f46::cuda {
@@ -40,35 +41,60 @@ inline constexpr int kRcRowBytes = kRcUnitCols * 2 + 16;  // a unit row in share
 // 16-byte pieces and one word where codes_t and scales_t allow, in 8-byte pieces and bytes
 // otherwise); with p.rowwise, p.wide_rows. kMinCtas: the register bound (dev/lean_lab.cu measures
 // others).
-template <QuantMode M, int kMinCtas = kRowColMinCtas>
+template <QuantMode M, bool kGroup, int kMinCtas = kRowColMinCtas>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_rowcol_lean_kernel(const QuantizeParams p) {
   static_assert(kLeanThreads % 32 == 0 && kRowColRun == 4,
                 "whole warps; a run's 4 units fill a column's 32-byte code sector");
-  __shared__ LeanEntry s_tab[2][256];  // rowwise, columnwise (own amax only)
+  // Scale tables (rowwise, columnwise for an own amax): per tensor one pair for the CTA; per
+  // group a pair per warp, then the clamped group ends, in dynamic shared memory
+  // (kRowColGroupShared + 4 * num_groups bytes: static shared memory stops at 48 KB).
+  __shared__ LeanEntry s_tab[2][kGroup ? 1 : 256];
+  extern __shared__ uint4 s_dyn_rc[];
   __shared__ __align__(16) uint8_t s_unit[kRcWarps][16 * kRcRowBytes];
   // A run's columnwise output: codes of unit k, column c at k * 64 + c; scale at byte k of word c.
   __shared__ __align__(16) uint2 s_codes_t[kRcWarps][kRowColRun * kRcUnitCols];
   __shared__ uint32_t s_scales_t[kRcWarps][kRcUnitCols];
 
-  const ErrorConsts consts = error_consts(p.bound);
-  const GlobalScale gr = global_scale(p.amax[0], p.bound);
-  const bool own_t = p.amax_t != nullptr;
-  const GlobalScale gc = own_t ? global_scale(p.amax_t[0], p.bound) : gr;
-  for (int s = threadIdx.x; s < 256; s += blockDim.x) {
-    s_tab[0][s] = lean_entry<M>(s, gr, consts);
-    if (own_t) s_tab[1][s] = lean_entry<M>(s, gc, consts);
-  }
-  __syncthreads();  // the only CTA barrier: warps without work may leave below
-  const LeanEntry* tab_r = s_tab[0];
-  const LeanEntry* tab_c = s_tab[own_t ? 1 : 0];
-
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const ErrorConsts consts = error_consts(p.bound);
+  const bool own_t = p.amax_t != nullptr;
+  const float* amax_t = own_t ? p.amax_t : p.amax;
+  LeanEntry(*tab)[256] = kGroup ? reinterpret_cast<LeanEntry(*)[256]>(s_dyn_rc) + 2 * warp
+                                : reinterpret_cast<LeanEntry(*)[256]>(&s_tab[0][0]);
+  int32_t* s_offs = reinterpret_cast<int32_t*>(s_dyn_rc + kRcWarps * 2 * 256);
+  const LeanEntry* tab_r = tab[0];
+  const LeanEntry* tab_c = tab[own_t ? 1 : 0];
+  GlobalScale gr{}, gc{};
+  if constexpr (kGroup) {
+    stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);  // the CTA barrier
+  } else {
+    gr = global_scale(p.amax[0], p.bound);
+    gc = own_t ? global_scale(amax_t[0], p.bound) : gr;
+    for (int s = threadIdx.x; s < 256; s += blockDim.x) {
+      tab[0][s] = lean_entry<M>(s, gr, consts);
+      if (own_t) tab[1][s] = lean_entry<M>(s, gc, consts);
+    }
+    __syncthreads();  // the only CTA barrier: warps without work may leave below
+  }
+
   const int64_t bands = p.rows / 16, ucols = p.cols / kRcUnitCols;
   const int64_t n_runs = (bands + kRowColRun - 1) / kRowColRun * ucols;
+  // Per tensor the warps take the runs round robin; per group each warp a contiguous range
+  // (runs of one stack of 64 rows are consecutive), so its tables' group changes rarely.
   const int64_t warps = int64_t{gridDim.x} * kRcWarps;
-  int64_t run = int64_t{blockIdx.x} * kRcWarps + warp;
-  if (run >= n_runs) return;
+  const int64_t gw = int64_t{blockIdx.x} * kRcWarps + warp;
+  int64_t run = kGroup ? n_runs * gw / warps : gw;
+  const int64_t run_end = kGroup ? n_runs * (gw + 1) / warps : n_runs;
+  const int64_t run_inc = kGroup ? 1 : warps;
+  if (run >= run_end) return;
+  // Group scope: the global amax of row r (N2; 0 past the last offset) and the amaxes the
+  // tables hold (none yet).
+  auto amax_of = [&](const float* a, int64_t r) {
+    const int g = group_of_row(s_offs, p.num_groups, r);
+    return g < p.num_groups ? a[g] : 0.0f;
+  };
+  bool tab_r_ok = false, tab_c_ok = false;
 
   // Lane's four chunks of a unit: chunk lane + 32 m is row lane / 8 + 4 m, 16-byte column lane % 8.
   const int ld_row = lane / 8, ld_cc = lane % 8;
@@ -95,14 +121,30 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     const int64_t stack = run / ucols, col0 = (run - stack * ucols) * kRcUnitCols;
     const int64_t band0 = kRowColRun * stack, row0 = (band0 + k) * 16;
     const int nk = bands - band0 < kRowColRun ? static_cast<int>(bands - band0) : kRowColRun;
-    __syncwarp();  // the previous unit's reads (and the previous run's stores) are done
+    __syncwarp();            // the previous unit's reads (and the previous run's stores) are done
+    if constexpr (kGroup) {  // the unit's amaxes: those of its first row's group (offsets % 16
+                             // == 0, N1.4), uniform over the warp; refill a table that changed
+      const float ar = amax_of(p.amax, row0), ac = own_t ? amax_of(amax_t, row0) : ar;
+      if (!tab_r_ok || num::bits(ar) != num::bits(gr.amax)) {
+        gr = global_scale(ar, p.bound);
+        for (int s = lane; s < 256; s += 32) tab[0][s] = lean_entry<M>(s, gr, consts);
+        tab_r_ok = true;
+      }
+      if (!own_t) {
+        gc = gr;
+      } else if (!tab_c_ok || num::bits(ac) != num::bits(gc.amax)) {
+        gc = global_scale(ac, p.bound);
+        for (int s = lane; s < 256; s += 32) tab[1][s] = lean_entry<M>(s, gc, consts);
+        tab_c_ok = true;
+      }
+    }
 #pragma unroll
     for (int m = 0; m < 4; ++m)
       *reinterpret_cast<uint4*>(tile + (ld_row + 4 * m) * kRcRowBytes + ld_cc * 16) = v[m];
     __syncwarp();
-    const int64_t next_run = k + 1 < nk ? run : run + warps;
+    const int64_t next_run = k + 1 < nk ? run : run + run_inc;
     const int next_k = k + 1 < nk ? k + 1 : 0;
-    const bool more = next_run < n_runs;
+    const bool more = next_run < run_end;
     if (more) load_unit(next_run, next_k, v);
 
     if (p.rowwise) {  // row lane / 2, blocks 2 h and 2 h + 1 of the unit

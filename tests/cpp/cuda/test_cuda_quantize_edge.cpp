@@ -168,40 +168,89 @@ TEST(CudaQuantizeEdge, Tile16QuadTiles) {
 // bf16 1x16 rowwise + columnwise per tensor (the lean row+col kernel, quantize_rowcol.cuh), on
 // quad_tile_values: a third of the 16x16 tiles hold only values on both candidates' grids, so row
 // and column blocks tie exactly (decided by the exact errors), with a NaN, an Inf, zero,
-// negative-zero and saturating tiles. Every rule and the gradient mode; row+col and columnwise
-// only. 1040 x 1088: runs of 4 units with a last run of one unit, codes_t and scales_t rows not
-// 16- / 4-byte aligned (8-byte pieces and bytes), contiguous and padded rows of x, the tensor
-// amax and an own columnwise amax. 24048 x 512: every warp takes several runs, the last run of
-// each strip holds 3 units.
-TEST(CudaQuantizeEdge, RowColRuns) {
-  F46_SKIP_WITHOUT_CUDA();
-  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{1040, 1088}, {24048, 512}}) {
-    const bool big = rows > 10000;
-    const std::vector<float> v = quad_tile_values(rows, cols);
-    for (int64_t stride : {cols, cols + 8}) {
-      if (big && stride != cols) continue;
-      const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v, stride);
-      for (int mode = 0; mode < 6; ++mode) {  // mae, mse, abs_max, all6, all4, gradient RNE
-        if (big && mode != 0 && mode != 3 && mode != 5) continue;
-        for (int layout = 1; layout < 3; ++layout) {  // row + col, columnwise only
-          if (big && layout == 2) continue;
-          QuantizeConfig cfg = make_cfg(mode, true, false);
-          cfg.rowwise = layout == 1;
-          AmaxSpec own = tensor_amax(6.0f * cfg.scale_bound);
-          own.amax_columnwise = {1000.0f};
-          for (const AmaxSpec& a : {tensor_amax(6.0f * cfg.scale_bound), own}) {
-            if (big && !a.amax_columnwise.empty()) continue;
-            expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
-                                  "row+col " + std::to_string(rows) + "x" + std::to_string(cols) +
-                                      " mode " + std::to_string(mode) + " layout " +
-                                      std::to_string(layout) + " own amax_t " +
-                                      std::to_string(!a.amax_columnwise.empty()) + " stride " +
-                                      std::to_string(stride));
-          }
+// negative-zero and saturating tiles. `big`: mae, all6 and gradient RNE row+col only.
+void check_rowcol_runs(int64_t rows, int64_t cols, bool big) {
+  const std::vector<float> v = quad_tile_values(rows, cols);
+  for (int64_t stride : {cols, cols + 8}) {
+    if (big && stride != cols) continue;
+    const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v, stride);
+    for (int mode = 0; mode < 6; ++mode) {  // mae, mse, abs_max, all6, all4, gradient RNE
+      if (big && mode != 0 && mode != 3 && mode != 5) continue;
+      for (int layout = 1; layout < 3; ++layout) {  // row + col, columnwise only
+        if (big && layout == 2) continue;
+        QuantizeConfig cfg = make_cfg(mode, true, false);
+        cfg.rowwise = layout == 1;
+        AmaxSpec own = tensor_amax(6.0f * cfg.scale_bound);
+        own.amax_columnwise = {1000.0f};
+        for (const AmaxSpec& a : {tensor_amax(6.0f * cfg.scale_bound), own}) {
+          if (big && !a.amax_columnwise.empty()) continue;
+          expect_same_quantized(
+              quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+              "row+col " + std::to_string(rows) + "x" + std::to_string(cols) + " mode " +
+                  std::to_string(mode) + " layout " + std::to_string(layout) + " own amax_t " +
+                  std::to_string(!a.amax_columnwise.empty()) + " stride " + std::to_string(stride));
         }
       }
     }
   }
+}
+// 1040 x 1088: runs of 4 units and a last run of one, codes_t and scales_t rows not 16- / 4-byte
+// aligned (8-byte pieces and bytes), contiguous and padded rows of x, the tensor amax and an own
+// columnwise amax (small enough for compute-sanitizer).
+TEST(CudaQuantizeEdge, RowColRuns) {
+  F46_SKIP_WITHOUT_CUDA();
+  check_rowcol_runs(1040, 1088, false);
+}
+// 24048 x 512: every warp takes several runs, the last run of each strip holds 3 units.
+TEST(CudaQuantizeEdge, RowColRunsLarge) {
+  F46_SKIP_WITHOUT_CUDA();
+  check_rowcol_runs(24048, 512, true);
+}
+
+// bf16 1x16 row+col with a group-scope amax (quantize_rowcol.cuh, each warp's scale tables
+// refilled when the group of a unit's first row changes): an empty group, a group of zeros (amax
+// 0), a group holding a NaN, two neighbouring groups with equal amaxes (the tables kept), amaxes
+// not equal to the data's, an own columnwise amax per group, rows past the last offset (amax 0).
+// A missed refill or a wrong group gives other codes or scales. `big`: mae and gradient RNE
+// row+col only.
+void check_rowcol_groups(int64_t rows, int64_t cols, const std::vector<int32_t>& offs, bool big) {
+  std::vector<float> v = random_values(rows * cols, 23, Dist::kStudentT, 3.0f, DType::kBFloat16);
+  for (int64_t r = offs[2]; r < offs[3]; ++r)  // group 3: zeros
+    for (int64_t c = 0; c < cols; ++c) v[static_cast<size_t>(r * cols + c)] = 0.0f;
+  v[static_cast<size_t>((offs[4] + 5) * cols + 77)] = std::numeric_limits<float>::quiet_NaN();
+  const HostTensor x = make_matrix(DType::kBFloat16, rows, cols, v);
+  AmaxSpec a;
+  a.scope = AmaxScope::kGroup;
+  a.offsets = offs;
+  a.amax = amax_host(x, AmaxScope::kGroup, offs);
+  std::vector<AmaxSpec> specs = {a, a};
+  for (size_t g = 0; g < offs.size(); g += 2) specs[1].amax[g] *= 1.75f;
+  specs[1].amax[3] = specs[1].amax[2];  // equal amaxes across a boundary inside a run
+  for (float f : a.amax) specs[1].amax_columnwise.push_back(f * 1.5f);
+  for (int mode = 0; mode < 6; ++mode) {  // mae, mse, abs_max, all6, all4, gradient RNE
+    if (big && mode != 0 && mode != 5) continue;
+    for (int layout = 1; layout < 3; ++layout) {  // row + col, columnwise only
+      if (big && layout == 2) continue;
+      for (size_t i = 0; i < specs.size(); ++i) {
+        QuantizeConfig cfg = make_cfg(mode, true, false);
+        cfg.rowwise = layout == 1;
+        expect_same_quantized(
+            quantize_host(x, specs[i], cfg), quantize_device(x, specs[i], cfg), cfg,
+            "row+col group " + std::to_string(rows) + " mode " + std::to_string(mode) + " layout " +
+                std::to_string(layout) + " spec " + std::to_string(i));
+      }
+    }
+  }
+}
+// 1216 x 1088: one run or none per warp (small enough for compute-sanitizer).
+TEST(CudaQuantizeEdge, RowColGroupScope) {
+  F46_SKIP_WITHOUT_CUDA();
+  check_rowcol_groups(1216, 1088, {80, 80, 240, 256, 512, 1024, 1120}, false);
+}
+// 12800 x 1024: every warp takes a range of several runs that crosses groups.
+TEST(CudaQuantizeEdge, RowColGroupScopeLarge) {
+  F46_SKIP_WITHOUT_CUDA();
+  check_rowcol_groups(12800, 1024, {1600, 1600, 3216, 5120, 9984, 12288}, true);
 }
 
 // bf16 rowwise with a group-scope amax whose groups average >= kLeanGroupSteps steps (the lean
