@@ -207,8 +207,9 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> ref[4], got[4];
       uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
       const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
-      // row+col: the src kernel at 4, 3 and 5 CTAs; 16x16: the src quad kernel (runs of 4 tile
-      // rows, 3 CTAs), runs of 2 at 3 CTAs, runs of 4 / 2 at 4 CTAs (the last wave's tail).
+      // row+col: the src kernel, its rolled form (kRolled) at 4 and 5 CTAs; 16x16: the src quad
+      // kernel (runs of 4 tile rows, 3 CTAs), runs of 2 at 3 CTAs, runs of 4 / 2 at 4 CTAs (the
+      // last wave's tail).
       const int n_var = tile16 ? 5 : 4;
       for (int k = 0; k < n_var; ++k) {
         auto launch = [&](int i) {
@@ -244,12 +245,14 @@ int main(int argc, char** argv) {
             };
             if (m == QuantMode::kMAE) {
               if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false>);
-              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 3>);
-              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 5>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 4, true>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 5, true>);
             } else {
               if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false>);
-              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 3>);
-              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 5>);
+              if (k == 2)
+                launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 4, true>);
+              if (k == 3)
+                launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 5, true>);
             }
             return;
           }
@@ -275,8 +278,8 @@ int main(int argc, char** argv) {
         if (k >= 1) all_equal = all_equal && eq;
         const double us = median_us(iters, launch);
         const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
-        const char* rc_names[] = {"lean row+col kernel (src)", "lean row+col, 3 CTAs",
-                                  "lean row+col, 5 CTAs"};
+        const char* rc_names[] = {"lean row+col kernel (src)", "lean row+col, rolled, 4 CTAs",
+                                  "lean row+col, rolled, 5 CTAs"};
         const char* quad_names[] = {"quad kernel (src)", "quad, runs of 2, 3 CTAs",
                                     "quad, runs of 4, 4 CTAs", "quad, runs of 2, 4 CTAs"};
         std::printf(

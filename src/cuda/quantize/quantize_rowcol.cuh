@@ -36,12 +36,19 @@ inline constexpr int kRcWarps = kLeanThreads / 32;
 inline constexpr int kRcUnitCols = 64;                    // a unit: 16 rows x 64 columns
 inline constexpr int kRcRowBytes = kRcUnitCols * 2 + 16;  // a unit row in shared memory
 
+// The scale bytes a block can select under the global amax `a`: the candidates' bases (b / 6) *
+// S_enc and b * (S_enc / 6) are +0 or positive for S_enc > 0, or NaN (0x7F), so only bytes below
+// 0x80 index the table, unless the amax has its sign bit set (a negative amax, which makes S_enc
+// negative; -0 and -Inf give S_enc = 1 but are counted too). A group's refill computes those.
+__device__ __forceinline__ int rc_entries(float a) { return num::bits(a) >> 31 ? 256 : 128; }
+
 // Host: bf16 x with 16-byte aligned rows, rows % 16 == 0, cols % 64 == 0, p.columnwise, codes_t
 // 8-byte aligned with stride % 8 == 0 (a run's 32 code bytes and 4 scale bytes per column go as
 // 16-byte pieces and one word where codes_t and scales_t allow, in 8-byte pieces and bytes
-// otherwise); with p.rowwise, p.wide_rows. kMinCtas: the register bound (dev/lean_lab.cu measures
-// others).
-template <QuantMode M, bool kGroup, int kMinCtas = kRowColMinCtas>
+// otherwise); with p.rowwise, p.wide_rows. kMinCtas (the register bound) and kRolled (one
+// lean_block in a loop over the lane's four blocks: a quarter of the code) are open for
+// dev/lean_lab.cu.
+template <QuantMode M, bool kGroup, int kMinCtas = kRowColMinCtas, bool kRolled = false>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_rowcol_lean_kernel(const QuantizeParams p) {
   static_assert(kLeanThreads % 32 == 0 && kRowColRun == 4,
@@ -79,9 +86,15 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   }
 
   const int64_t bands = p.rows / 16, ucols = p.cols / kRcUnitCols;
-  const int64_t n_runs = (bands + kRowColRun - 1) / kRowColRun * ucols;
-  // Per tensor the warps take the runs round robin; per group each warp a contiguous range
-  // (runs of one stack of 64 rows are consecutive), so its tables' group changes rarely.
+  const int64_t stacks = (bands + kRowColRun - 1) / kRowColRun, n_runs = stacks * ucols;
+  // Run u: per tensor stack-major (stack u / ucols, strip u % ucols), per group strip-major
+  // (strip u / stacks, stack u % stacks), so that a warp's range walks down its strips and meets
+  // each group boundary once (stack-major, a range crossing rows of two groups refilled its tables
+  // at every run: 0.22-0.23 of copy on an H200 against the tile kernel's 0.33-0.35).
+  auto stack_of = [&](int64_t u) { return kGroup ? u % stacks : u / ucols; };
+  auto strip_of = [&](int64_t u) { return kGroup ? u / stacks : u % ucols; };
+  // Per tensor the warps take the runs round robin; per group each warp a contiguous range, so
+  // its tables' group changes rarely.
   const int64_t warps = int64_t{gridDim.x} * kRcWarps;
   const int64_t gw = int64_t{blockIdx.x} * kRcWarps + warp;
   int64_t run = kGroup ? n_runs * gw / warps : gw;
@@ -100,9 +113,9 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   const int ld_row = lane / 8, ld_cc = lane % 8;
   const uint16_t* xs = static_cast<const uint16_t*>(p.x);
   auto load_unit = [&](int64_t u, int k, uint4(&v)[4]) {
-    const int64_t stack = u / ucols, row0 = (kRowColRun * stack + k) * 16;
+    const int64_t row0 = (kRowColRun * stack_of(u) + k) * 16;
     const uint16_t* base =
-        xs + (row0 + ld_row) * p.x_stride + (u - stack * ucols) * kRcUnitCols + ld_cc * 8;
+        xs + (row0 + ld_row) * p.x_stride + strip_of(u) * kRcUnitCols + ld_cc * 8;
 #pragma unroll
     for (int m = 0; m < 4; ++m)
       v[m] = load_x16(reinterpret_cast<const uint4*>(base + 4 * m * p.x_stride));
@@ -118,8 +131,8 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   uint4 v[4];
   load_unit(run, 0, v);
   for (;;) {
-    const int64_t stack = run / ucols, col0 = (run - stack * ucols) * kRcUnitCols;
-    const int64_t band0 = kRowColRun * stack, row0 = (band0 + k) * 16;
+    const int64_t col0 = strip_of(run) * kRcUnitCols;
+    const int64_t band0 = kRowColRun * stack_of(run), row0 = (band0 + k) * 16;
     const int nk = bands - band0 < kRowColRun ? static_cast<int>(bands - band0) : kRowColRun;
     __syncwarp();            // the previous unit's reads (and the previous run's stores) are done
     if constexpr (kGroup) {  // the unit's amaxes: those of its first row's group (offsets % 16
@@ -127,14 +140,14 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
       const float ar = amax_of(p.amax, row0), ac = own_t ? amax_of(amax_t, row0) : ar;
       if (!tab_r_ok || num::bits(ar) != num::bits(gr.amax)) {
         gr = global_scale(ar, p.bound);
-        for (int s = lane; s < 256; s += 32) tab[0][s] = lean_entry<M>(s, gr, consts);
+        for (int s = lane; s < rc_entries(ar); s += 32) tab[0][s] = lean_entry<M>(s, gr, consts);
         tab_r_ok = true;
       }
       if (!own_t) {
         gc = gr;
       } else if (!tab_c_ok || num::bits(ac) != num::bits(gc.amax)) {
         gc = global_scale(ac, p.bound);
-        for (int s = lane; s < 256; s += 32) tab[1][s] = lean_entry<M>(s, gc, consts);
+        for (int s = lane; s < rc_entries(ac); s += 32) tab[1][s] = lean_entry<M>(s, gc, consts);
         tab_c_ok = true;
       }
     }
@@ -147,41 +160,86 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     const bool more = next_run < run_end;
     if (more) load_unit(next_run, next_k, v);
 
-    if (p.rowwise) {  // row lane / 2, blocks 2 h and 2 h + 1 of the unit
+    if constexpr (kRolled) {
+      // One lean_block in a loop over the lane's four blocks (j = 0, 1: row lane / 2, blocks
+      // 2 h + j; j = 2, 3: columns 2 lane + j - 2), words from the shared tile.
       const int r = lane / 2, h = lane % 2;
-      uint4 c[4];
+      uint64_t rc0 = 0, rc1 = 0;
+      uint32_t rs = 0;
+#pragma unroll 1
+      for (int j = p.rowwise ? 0 : 2; j < 4; ++j) {
+        uint32_t w[8];
+        if (j < 2) {
+          const uint4* q =
+              reinterpret_cast<const uint4*>(tile + r * kRcRowBytes + (4 * h + 2 * j) * 16);
+          const uint4 a = q[0], b = q[1];
+          w[0] = a.x, w[1] = a.y, w[2] = a.z, w[3] = a.w, w[4] = b.x, w[5] = b.y, w[6] = b.z,
+          w[7] = b.w;
+        } else {
+          const uint32_t sel = j == 2 ? 0x5410u : 0x7632u;
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        c[j] = *reinterpret_cast<const uint4*>(tile + r * kRcRowBytes + (4 * h + j) * 16);
-      const uint32_t w0[8] = {c[0].x, c[0].y, c[0].z, c[0].w, c[1].x, c[1].y, c[1].z, c[1].w};
-      const uint32_t w1[8] = {c[2].x, c[2].y, c[2].z, c[2].w, c[3].x, c[3].y, c[3].z, c[3].w};
-      const BlockCodes b0 = lean_block<M>(w0, tab_r, gr, consts);
-      const BlockCodes b1 = lean_block<M>(w1, tab_r, gr, consts);
-      uint8_t* codes = p.codes + (row0 + r) * p.codes_stride + col0 / 2 + 16 * h;
-      *reinterpret_cast<uint4*>(codes) =
-          make_uint4(static_cast<uint32_t>(b0.codes), static_cast<uint32_t>(b0.codes >> 32),
-                     static_cast<uint32_t>(b1.codes), static_cast<uint32_t>(b1.codes >> 32));
-      *reinterpret_cast<uint16_t*>(p.scales + (row0 + r) * p.scales_stride + col0 / 16 + 2 * h) =
-          static_cast<uint16_t>(b0.scale | (b1.scale << 8));
-    }
-    {  // columns 2 lane and 2 lane + 1: word `lane` of each of the 16 rows
-      uint32_t col[16];
-#pragma unroll
-      for (int r = 0; r < 16; ++r)
-        col[r] = *reinterpret_cast<const uint32_t*>(tile + r * kRcRowBytes + 4 * lane);
-      uint32_t we[8], wo[8];  // column 2 lane (low halves), 2 lane + 1 (high halves)
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        we[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x5410);
-        wo[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x7632);
+          for (int i = 0; i < 8; ++i)
+            w[i] = __byte_perm(
+                *reinterpret_cast<const uint32_t*>(tile + 2 * i * kRcRowBytes + 4 * lane),
+                *reinterpret_cast<const uint32_t*>(tile + (2 * i + 1) * kRcRowBytes + 4 * lane),
+                sel);
+        }
+        const BlockCodes bc = lean_block<M>(w, j < 2 ? tab_r : tab_c, j < 2 ? gr : gc, consts);
+        if (j == 0) {
+          rc0 = bc.codes, rs = bc.scale;
+        } else if (j == 1) {
+          rc1 = bc.codes, rs |= uint32_t{bc.scale} << 8;
+        } else {
+          ct[k * kRcUnitCols + 2 * lane + j - 2] =
+              make_uint2(static_cast<uint32_t>(bc.codes), static_cast<uint32_t>(bc.codes >> 32));
+          reinterpret_cast<uint8_t*>(st + 2 * lane + j - 2)[k] = bc.scale;
+        }
       }
-      const BlockCodes be = lean_block<M>(we, tab_c, gc, consts);
-      const BlockCodes bo = lean_block<M>(wo, tab_c, gc, consts);
-      *reinterpret_cast<uint4*>(ct + k * kRcUnitCols + 2 * lane) =
-          make_uint4(static_cast<uint32_t>(be.codes), static_cast<uint32_t>(be.codes >> 32),
-                     static_cast<uint32_t>(bo.codes), static_cast<uint32_t>(bo.codes >> 32));
-      reinterpret_cast<uint8_t*>(st + 2 * lane)[k] = be.scale;
-      reinterpret_cast<uint8_t*>(st + 2 * lane + 1)[k] = bo.scale;
+      if (p.rowwise) {
+        uint8_t* codes = p.codes + (row0 + r) * p.codes_stride + col0 / 2 + 16 * h;
+        *reinterpret_cast<uint4*>(codes) =
+            make_uint4(static_cast<uint32_t>(rc0), static_cast<uint32_t>(rc0 >> 32),
+                       static_cast<uint32_t>(rc1), static_cast<uint32_t>(rc1 >> 32));
+        *reinterpret_cast<uint16_t*>(p.scales + (row0 + r) * p.scales_stride + col0 / 16 + 2 * h) =
+            static_cast<uint16_t>(rs);
+      }
+    } else {
+      if (p.rowwise) {  // row lane / 2, blocks 2 h and 2 h + 1 of the unit
+        const int r = lane / 2, h = lane % 2;
+        uint4 c[4];
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+          c[j] = *reinterpret_cast<const uint4*>(tile + r * kRcRowBytes + (4 * h + j) * 16);
+        const uint32_t w0[8] = {c[0].x, c[0].y, c[0].z, c[0].w, c[1].x, c[1].y, c[1].z, c[1].w};
+        const uint32_t w1[8] = {c[2].x, c[2].y, c[2].z, c[2].w, c[3].x, c[3].y, c[3].z, c[3].w};
+        const BlockCodes b0 = lean_block<M>(w0, tab_r, gr, consts);
+        const BlockCodes b1 = lean_block<M>(w1, tab_r, gr, consts);
+        uint8_t* codes = p.codes + (row0 + r) * p.codes_stride + col0 / 2 + 16 * h;
+        *reinterpret_cast<uint4*>(codes) =
+            make_uint4(static_cast<uint32_t>(b0.codes), static_cast<uint32_t>(b0.codes >> 32),
+                       static_cast<uint32_t>(b1.codes), static_cast<uint32_t>(b1.codes >> 32));
+        *reinterpret_cast<uint16_t*>(p.scales + (row0 + r) * p.scales_stride + col0 / 16 + 2 * h) =
+            static_cast<uint16_t>(b0.scale | (b1.scale << 8));
+      }
+      {  // columns 2 lane and 2 lane + 1: word `lane` of each of the 16 rows
+        uint32_t col[16];
+#pragma unroll
+        for (int r = 0; r < 16; ++r)
+          col[r] = *reinterpret_cast<const uint32_t*>(tile + r * kRcRowBytes + 4 * lane);
+        uint32_t we[8], wo[8];  // column 2 lane (low halves), 2 lane + 1 (high halves)
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          we[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x5410);
+          wo[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x7632);
+        }
+        const BlockCodes be = lean_block<M>(we, tab_c, gc, consts);
+        const BlockCodes bo = lean_block<M>(wo, tab_c, gc, consts);
+        *reinterpret_cast<uint4*>(ct + k * kRcUnitCols + 2 * lane) =
+            make_uint4(static_cast<uint32_t>(be.codes), static_cast<uint32_t>(be.codes >> 32),
+                       static_cast<uint32_t>(bo.codes), static_cast<uint32_t>(bo.codes >> 32));
+        reinterpret_cast<uint8_t*>(st + 2 * lane)[k] = be.scale;
+        reinterpret_cast<uint8_t*>(st + 2 * lane + 1)[k] = bo.scale;
+      }
     }
     if (k == nk - 1) {  // the run's last unit (uniform): its columnwise output
       __syncwarp();
