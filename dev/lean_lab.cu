@@ -203,7 +203,10 @@ int main(int argc, char** argv) {
     BENCH_CUDA(cudaMalloc(&codes_t, n / 2));
     BENCH_CUDA(cudaMalloc(&scales_t, n / 16));
     // tile16: 16x16 row+col, the tile kernel against the src quad kernel (kCol).
-    auto run_rc = [&](const char* mode_name, QuantMode m, float bound, bool tile16 = false) {
+    // sr_rht: the gradient mode with stochastic rounding, the RHT on the columnwise output and an
+    // own columnwise amax (the bench's "gradient SR row+col, RHT col").
+    auto run_rc = [&](const char* mode_name, QuantMode m, float bound, bool tile16 = false,
+                      bool sr_rht = false) {
       std::vector<uint8_t> ref[4], got[4];
       uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
       const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
@@ -222,6 +225,12 @@ int main(int argc, char** argv) {
           q.scales_t_stride = R / 16;
           q.wide_rows = q.wide_cols = true;
           q.pair_cols = m != QuantMode::kMAE && !tile16;
+          if (sr_rht) {
+            q.stochastic = true;
+            q.seed = 7;
+            q.rht_columnwise = true;
+            q.amax_t = amax;
+          }
           if (k >= 1 && tile16) {  // src/cuda/quantize/quantize_quad.cuh, MAE
             const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
             auto launch_quad = [&](auto kernel) {
@@ -358,6 +367,7 @@ int main(int argc, char** argv) {
       }
     }
     if (!t16_only) run_rc("gradient RNE", QuantMode::kGradient, 448.0f);
+    if (!t16_only) run_rc("gradient SR, RHT col", QuantMode::kGradient, 448.0f, false, true);
     cudaFree(codes_t);
     cudaFree(scales_t);
     for (int i = 0; i < 2; ++i) cudaFree(x[i]);

@@ -1,9 +1,10 @@
-// The lean rowwise + columnwise kernel: bf16 input, 1x16 blocks, a per-tensor global amax (the
-// columnwise output may have its own, N1.4), round to nearest, no RHT, cols % 64 == 0 (rows % 16
-// == 0 as for every columnwise output): the activations and gradients of training, quantized for
-// both GEMM operands in one read of x. Same arithmetic and results as the tile kernel
-// (quantize_tile_kernel.cuh): every block, row or column, goes through lean_block
-// (quantize_lean.cuh), the plain rules and the gradient mode too.
+// The lean rowwise + columnwise kernel: bf16 input, 1x16 blocks, a per-tensor or per-group global
+// amax (the columnwise output may have its own, N1.4), cols % 64 == 0 (rows % 16 == 0 as for
+// every columnwise output): the activations and gradients of training, quantized for both GEMM
+// operands in one read of x. Same arithmetic and results as the tile kernel
+// (quantize_tile_kernel.cuh): with round to nearest and no RHT every block, row or column, goes
+// through lean_block (quantize_lean.cuh), the plain rules and the gradient mode too; with
+// stochastic rounding (N6) or the RHT (N7) through rc_general (quantize_block, out of line).
 //
 // Work: x cut into units of 16 rows x 64 columns (2 KB); a warp takes runs of kRowColRun units
 // down one 64-column strip (64 rows), runs round robin over the warps. Per unit each lane loads
@@ -21,8 +22,8 @@
 //               H200, below the tile kernel (bench/RESULTS.md), as the first columnwise form of
 //               the 16x16 kernel did (quantize_quad.cuh).
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
-// .cpp: the bf16 per-tensor 1x16 row+col cases with cols % 64 == 0 are dispatched here;
-// CudaQuantizeEdge.RowColRuns is written for it).
+// .cpp: the bf16 1x16 row+col cases with cols % 64 == 0, per tensor or per group, are dispatched
+// here; CudaQuantizeEdge.RowColRuns, RowColGroupScope and RowColStochasticRht are written for it).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,26 @@ namespace f46::cuda {
 inline constexpr int kRcWarps = kLeanThreads / 32;
 inline constexpr int kRcUnitCols = 64;                    // a unit: 16 rows x 64 columns
 inline constexpr int kRcRowBytes = kRcUnitCols * 2 + 16;  // a unit row in shared memory
+
+// A block with stochastic rounding (N6) and/or the RHT (N7), out of line: quantize_block (the
+// general rows path, scale entries computed per block) on the block's 8 raw words, transformed
+// first when `rht`; `sr_index` is its first element's index (N6).
+template <QuantMode M>
+__device__ __noinline__ BlockCodes rc_general(uint4 a, uint4 b, GlobalScale g, ErrorConsts c,
+                                              bool rht, bool sr, uint64_t seed, uint64_t offset,
+                                              uint64_t sr_index) {
+  const uint32_t w[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+  float x[16];
+  unpack_words(w, x);
+  if (rht) {
+    float y[16];
+    num::rht16(x, y);
+#pragma unroll
+    for (int i = 0; i < 16; ++i) x[i] = y[i];
+  }
+  return quantize_block<M, false>(x, g, c, sr, seed, offset, sr_index, 0u,
+                                  TableRef{nullptr, false});
+}
 
 // The scale bytes a block can select under the global amax `a`: the candidates' bases (b / 6) *
 // S_enc and b * (S_enc / 6) are +0 or positive for S_enc > 0, or NaN (0x7F), so only bytes below
@@ -127,6 +148,20 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   uint8_t* tile = s_unit[warp];
   uint2* ct = s_codes_t[warp];
   uint32_t* st = s_scales_t[warp];
+  // Stochastic rounding or the RHT (uniform): every block through rc_general.
+  const bool general = p.stochastic || p.rht_rowwise || p.rht_columnwise;
+  // Block `w` of the rowwise output (row `row`, first column `c0`) or of the columnwise output
+  // (column `c0`, first row `row`).
+  auto block = [&](const uint32_t(&w)[8], bool rowwise, int64_t row, int64_t c0) {
+    if (general) {
+      const uint4 a = make_uint4(w[0], w[1], w[2], w[3]), b = make_uint4(w[4], w[5], w[6], w[7]);
+      return rowwise ? rc_general<M>(a, b, gr, consts, p.rht_rowwise, p.stochastic, p.seed,
+                                     p.offset, row * p.cols + c0)
+                     : rc_general<M>(a, b, gc, consts, p.rht_columnwise, p.stochastic, p.seed,
+                                     p.offset, p.rows * p.cols + c0 * p.rows + row);
+    }
+    return lean_block<M>(w, rowwise ? tab_r : tab_c, rowwise ? gr : gc, consts);
+  };
   int k = 0;
   uint4 v[4];
   load_unit(run, 0, v);
@@ -184,7 +219,8 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
                 *reinterpret_cast<const uint32_t*>(tile + (2 * i + 1) * kRcRowBytes + 4 * lane),
                 sel);
         }
-        const BlockCodes bc = lean_block<M>(w, j < 2 ? tab_r : tab_c, j < 2 ? gr : gc, consts);
+        const BlockCodes bc = j < 2 ? block(w, true, row0 + r, col0 + 32 * h + 16 * j)
+                                    : block(w, false, row0, col0 + 2 * lane + j - 2);
         if (j == 0) {
           rc0 = bc.codes, rs = bc.scale;
         } else if (j == 1) {
@@ -212,8 +248,8 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
           c[j] = *reinterpret_cast<const uint4*>(tile + r * kRcRowBytes + (4 * h + j) * 16);
         const uint32_t w0[8] = {c[0].x, c[0].y, c[0].z, c[0].w, c[1].x, c[1].y, c[1].z, c[1].w};
         const uint32_t w1[8] = {c[2].x, c[2].y, c[2].z, c[2].w, c[3].x, c[3].y, c[3].z, c[3].w};
-        const BlockCodes b0 = lean_block<M>(w0, tab_r, gr, consts);
-        const BlockCodes b1 = lean_block<M>(w1, tab_r, gr, consts);
+        const BlockCodes b0 = block(w0, true, row0 + r, col0 + 32 * h);
+        const BlockCodes b1 = block(w1, true, row0 + r, col0 + 32 * h + 16);
         uint8_t* codes = p.codes + (row0 + r) * p.codes_stride + col0 / 2 + 16 * h;
         *reinterpret_cast<uint4*>(codes) =
             make_uint4(static_cast<uint32_t>(b0.codes), static_cast<uint32_t>(b0.codes >> 32),
@@ -232,8 +268,8 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
           we[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x5410);
           wo[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x7632);
         }
-        const BlockCodes be = lean_block<M>(we, tab_c, gc, consts);
-        const BlockCodes bo = lean_block<M>(wo, tab_c, gc, consts);
+        const BlockCodes be = block(we, false, row0, col0 + 2 * lane);
+        const BlockCodes bo = block(wo, false, row0, col0 + 2 * lane + 1);
         *reinterpret_cast<uint4*>(ct + k * kRcUnitCols + 2 * lane) =
             make_uint4(static_cast<uint32_t>(be.codes), static_cast<uint32_t>(be.codes >> 32),
                        static_cast<uint32_t>(bo.codes), static_cast<uint32_t>(bo.codes >> 32));

@@ -253,6 +253,45 @@ TEST(CudaQuantizeEdge, RowColGroupScopeLarge) {
   check_rowcol_groups(12800, 1024, {1600, 1600, 3216, 5120, 9984, 12288}, true);
 }
 
+// bf16 1x16 row+col with stochastic rounding and/or the RHT (quantize_rowcol.cuh's general block
+// path, rc_general): the Philox element indices of both outputs (N6), the transform of rows and of
+// columns (N7), per tensor with an own columnwise amax and per group, on 1040 x 1088 (a last run
+// of one unit, codes_t rows not 16-byte aligned). A wrong element index or transform changes
+// codes.
+TEST(CudaQuantizeEdge, RowColStochasticRht) {
+  F46_SKIP_WITHOUT_CUDA();
+  const int64_t rows = 1040, cols = 1088;
+  const HostTensor x = random_matrix(DType::kBFloat16, rows, cols, 31, Dist::kStudentT, 2.0f);
+  const std::vector<float> amax = amax_host(x, AmaxScope::kTensor);
+  AmaxSpec own = tensor_amax(amax[0]);
+  own.amax_columnwise = {amax[0] * 2.5f};
+  AmaxSpec grp;
+  grp.scope = AmaxScope::kGroup;
+  grp.offsets = {256, 256, 640, 1024};
+  grp.amax = amax_host(x, AmaxScope::kGroup, grp.offsets);
+  struct Case {
+    int mode;  // make_cfg: 0 mae, 3 all6 (+ SR below), 5 gradient RNE, 6 gradient SR
+    bool sr, rht_row, rht_col;
+  };
+  for (const Case& k :
+       {Case{6, true, false, true}, Case{6, true, true, true}, Case{6, true, false, false},
+        Case{5, false, false, true}, Case{3, true, true, false}, Case{0, false, true, true}}) {
+    QuantizeConfig cfg = make_cfg(k.mode, true, false);
+    if (k.sr) cfg.rounding = Rounding::kStochastic;
+    cfg.seed = 0x1234567890ABull;
+    cfg.offset = 77;
+    cfg.rht_rowwise = k.rht_row;
+    cfg.rht_columnwise = k.rht_col;
+    for (const AmaxSpec& a : {own, grp}) {
+      expect_same_quantized(quantize_host(x, a, cfg), quantize_device(x, a, cfg), cfg,
+                            "row+col SR/RHT mode " + std::to_string(k.mode) + " sr " +
+                                std::to_string(k.sr) + " rht " + std::to_string(k.rht_row) +
+                                std::to_string(k.rht_col) + " scope " +
+                                std::to_string(static_cast<int>(a.scope)));
+    }
+  }
+}
+
 // bf16 rowwise with a group-scope amax whose groups average >= kLeanGroupSteps steps (the lean
 // kernel, src/cuda/quantize/quantize_lean.cuh): boundaries inside steps and inside rows' block
 // runs, an empty group, one-row groups (smaller than a step), a group of zeros (amax 0), a group
