@@ -203,14 +203,11 @@ int main(int argc, char** argv) {
     BENCH_CUDA(cudaMalloc(&codes_t, n / 2));
     BENCH_CUDA(cudaMalloc(&scales_t, n / 16));
     // tile16: 16x16 row+col, the tile kernel against the src quad kernel (kCol).
-    // sr_rht: the gradient mode with stochastic rounding, the RHT on the columnwise output and an
-    // own columnwise amax (the bench's "gradient SR row+col, RHT col").
-    auto run_rc = [&](const char* mode_name, QuantMode m, float bound, bool tile16 = false,
-                      bool sr_rht = false) {
+    auto run_rc = [&](const char* mode_name, QuantMode m, float bound, bool tile16 = false) {
       std::vector<uint8_t> ref[4], got[4];
       uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
       const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
-      // row+col: the src kernel, its rolled form (kRolled) at 4 and 5 CTAs; 16x16: the src quad
+      // row+col: the src kernel (4 CTAs), at 5 and 3 CTAs; 16x16: the src quad
       // kernel (runs of 4 tile rows, 3 CTAs), runs of 2 at 3 CTAs, runs of 4 / 2 at 4 CTAs (the
       // last wave's tail).
       const int n_var = tile16 ? 5 : 4;
@@ -225,12 +222,6 @@ int main(int argc, char** argv) {
           q.scales_t_stride = R / 16;
           q.wide_rows = q.wide_cols = true;
           q.pair_cols = m != QuantMode::kMAE && !tile16;
-          if (sr_rht) {
-            q.stochastic = true;
-            q.seed = 7;
-            q.rht_columnwise = true;
-            q.amax_t = amax;
-          }
           if (k >= 1 && tile16) {  // src/cuda/quantize/quantize_quad.cuh, MAE
             const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
             auto launch_quad = [&](auto kernel) {
@@ -254,14 +245,12 @@ int main(int argc, char** argv) {
             };
             if (m == QuantMode::kMAE) {
               if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false>);
-              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 4, true>);
-              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 5, true>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 5>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 3>);
             } else {
               if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false>);
-              if (k == 2)
-                launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 4, true>);
-              if (k == 3)
-                launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 5, true>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 5>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 3>);
             }
             return;
           }
@@ -287,8 +276,8 @@ int main(int argc, char** argv) {
         if (k >= 1) all_equal = all_equal && eq;
         const double us = median_us(iters, launch);
         const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
-        const char* rc_names[] = {"lean row+col kernel (src)", "lean row+col, rolled, 4 CTAs",
-                                  "lean row+col, rolled, 5 CTAs"};
+        const char* rc_names[] = {"lean row+col kernel (src)", "lean row+col, 5 CTAs",
+                                  "lean row+col, 3 CTAs"};
         const char* quad_names[] = {"quad kernel (src)", "quad, runs of 2, 3 CTAs",
                                     "quad, runs of 4, 4 CTAs", "quad, runs of 2, 4 CTAs"};
         std::printf(
@@ -367,7 +356,6 @@ int main(int argc, char** argv) {
       }
     }
     if (!t16_only) run_rc("gradient RNE", QuantMode::kGradient, 448.0f);
-    if (!t16_only) run_rc("gradient SR, RHT col", QuantMode::kGradient, 448.0f, false, true);
     cudaFree(codes_t);
     cudaFree(scales_t);
     for (int i = 0; i < 2; ++i) cudaFree(x[i]);
