@@ -244,13 +244,13 @@ int main(int argc, char** argv) {
               kernel<<<grid, kLeanThreads>>>(q);
             };
             if (m == QuantMode::kMAE) {
-              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false>);
-              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 5>);
-              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, false, 3>);
+              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, 5>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kMAE, 3>);
             } else {
-              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false>);
-              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 5>);
-              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, false, 3>);
+              if (k == 1) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient>);
+              if (k == 2) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, 5>);
+              if (k == 3) launch_rc(quantize_rowcol_lean_kernel<QuantMode::kGradient, 3>);
             }
             return;
           }

@@ -43,10 +43,8 @@ inline constexpr int kDequantUnit = 16 / static_cast<int>(sizeof(typename T::Sto
 template <int kV>
 __device__ __forceinline__ uint32_t load_unit_codes(const uint8_t* cp, bool vec) {
   if (vec) {
-    if constexpr (kV == 8)
-      return __ldg(reinterpret_cast<const uint32_t*>(cp));
-    else
-      return __ldg(reinterpret_cast<const uint16_t*>(cp));
+    if constexpr (kV == 8) return __ldg(reinterpret_cast<const uint32_t*>(cp));
+    else return __ldg(reinterpret_cast<const uint16_t*>(cp));
   }
   uint32_t c = 0;
 #pragma unroll
@@ -59,8 +57,8 @@ struct UnitPos {
   int64_t row, col;
 };
 __device__ __forceinline__ UnitPos unit_pos(int64_t u, int64_t units_per_row, bool small, int kv) {
-  const int64_t row =
-      small ? static_cast<uint32_t>(u) / static_cast<uint32_t>(units_per_row) : u / units_per_row;
+  const int64_t row = small ? static_cast<uint32_t>(u) / static_cast<uint32_t>(units_per_row)
+                            : u / units_per_row;
   return UnitPos{row, (u - row * units_per_row) * kv};
 }
 
@@ -106,8 +104,7 @@ template <typename T>
 __device__ __forceinline__ uint4 dequant_unit_fast(uint32_t c, float d64) {
   constexpr int kV = kDequantUnit<T>;
   // Bytes in element order: PRMT interleaves the even (0, 2, ..) and odd (1, 3, ..) codes.
-  const uint32_t even = e4m3_of_codes4(c & 0x0F0F0F0Fu),
-                 odd = e4m3_of_codes4((c >> 4) & 0x0F0F0F0Fu);
+  const uint32_t even = e4m3_of_codes4(c & 0x0F0F0F0Fu), odd = e4m3_of_codes4((c >> 4) & 0x0F0F0F0Fu);
   const uint32_t b[2] = {__byte_perm(even, odd, 0x5140), __byte_perm(even, odd, 0x7362)};
   float v[kV];
 #pragma unroll

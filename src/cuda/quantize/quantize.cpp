@@ -129,20 +129,13 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
              p.scope == ScopeKind::kTensor && p.vec_load && !p.rht_rowwise && !p.stochastic &&
              quad_steps < (int64_t{1} << 31) &&
              (!cfg.columnwise || (p.amax_t == nullptr && !p.rht_columnwise));
-  // 1x16 row+col per tensor or group (activations, gradients): runs of kRowColRun units of
-  // 16 x 64; per group (groups of kRowColGroupRows rows on average or more) the warps' scale
-  // tables in dynamic shared memory before the offsets.
-  const bool rowcol_scope =
-      p.scope == ScopeKind::kTensor ||
-      (p.scope == ScopeKind::kGroup && rows >= int64_t{kRowColGroupRows} * p.num_groups);
-  l.rowcol = x.dtype == DType::kBFloat16 && !tile16 && cfg.columnwise && rowcol_scope &&
-             p.vec_load && cols % 64 == 0 && !p.stochastic && !p.rht_rowwise && !p.rht_columnwise &&
-             (!cfg.rowwise || p.wide_rows);
+  // 1x16 row+col per tensor (activations, gradients): runs of kRowColRun units of 16 x 64.
+  l.rowcol = x.dtype == DType::kBFloat16 && !tile16 && cfg.columnwise &&
+             p.scope == ScopeKind::kTensor && p.vec_load && cols % 64 == 0 && !p.stochastic &&
+             !p.rht_rowwise && !p.rht_columnwise && (!cfg.rowwise || p.wide_rows);
   if (l.rowcol) {  // a warp per run
     l.grid =
         dim3(grid_x(ceil_div(rows / 16, int64_t{kRowColRun}) * (cols / 64), kLeanThreads / 32));
-    if (p.scope == ScopeKind::kGroup)
-      l.shared_bytes = (p.amax_t != nullptr ? 2 : 1) * size_t{kRowColGroupShared} + shared;
   } else if (l.quad16) {  // a warp per step (columnwise: per run of kQuadRun steps)
     l.grid = dim3(grid_x(
         cfg.columnwise ? ceil_div(rows / 16, kQuadRun) * ceil_div(cols, kQuadCols) : quad_steps,

@@ -55,11 +55,9 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
       }
     }
     if (l.rowcol) {
-      auto kernel = p.scope == ScopeKind::kGroup ? quantize_rowcol_lean_kernel<M, true>
-                                                 : quantize_rowcol_lean_kernel<M, false>;
-      const unsigned max_ctas = resident_ctas(kernel, kLeanThreads, l.shared_bytes);
+      const unsigned max_ctas = resident_ctas(quantize_rowcol_lean_kernel<M>, kLeanThreads, 0);
       const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-      kernel<<<grid, kLeanThreads, l.shared_bytes, stream>>>(p);
+      quantize_rowcol_lean_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rowcol_lean_kernel");
       return;
     }

@@ -74,11 +74,6 @@ inline constexpr int kQuadRun = 4;
 // 32-byte code sector per run), registers bounded for kRowColMinCtas CTAs per SM.
 inline constexpr int kRowColRun = 4;
 inline constexpr int kRowColMinCtas = 4;
-// ... with a group-scope amax: per warp kRowColRun slots of one 128-entry scale table (16 bytes an
-// entry) in dynamic shared memory, two with an own columnwise amax, before the staged group ends.
-inline constexpr int kRowColGroupShared = (kLeanThreads / 32) * kRowColRun * 128 * 16;
-// Group scope takes it when the groups average at least this many rows (a run's height).
-inline constexpr int kRowColGroupRows = 16 * kRowColRun;
 // Tile kernel (16x16 blocks and/or the columnwise output): each warp quantizes units of
 // kUnitRows x kUnitCols of x on its own, kTileStages units per warp in shared memory (one
 // being quantized, one in flight), kTileWarps warps per CTA, registers bounded for
