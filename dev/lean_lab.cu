@@ -1,10 +1,11 @@
 // Lab for the bf16 lean quantizers (dev/, not built by CMake): the lean rows kernels
 // (quantize_lean.cuh) and the table layouts and timing ceilings of dev/lean_table.cuh against the
-// general rows kernel, and the dev/ lean row+col and 16x16 kernels against the tile kernel, in one
-// process. Every
-// variant's codes and scales are compared bytewise with its reference's (which the CUDA test
-// suite checks against the CPU reference), then timed like bench/bench_quantize.cu (CUDA events,
-// median, two rotating inputs larger than L2) against a device copy measured in the same run.
+// general rows kernel, and the src lean row+col kernel (quantize_rowcol.cuh, at 4 / 5 / 3 CTAs),
+// the src quad kernel (run length and CTA variants) and the dev/ 16x16 kernels against the tile
+// kernel, in one process. Every variant's codes and scales are compared bytewise with its
+// reference's (which the CUDA test suite checks against the CPU reference), then timed like
+// bench/bench_quantize.cu (CUDA events, median, two rotating inputs larger than L2) against a
+// device copy measured in the same run.
 //   nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
 //        dev/lean_lab.cu -o /tmp/lean_lab && /tmp/lean_lab [iters]
 // Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE and
