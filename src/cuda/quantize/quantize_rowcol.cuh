@@ -20,10 +20,11 @@
 //               2026-12-05) touched 32 lines per store instruction and ran at 0.21 of copy on an
 //               H200, below the tile kernel (bench/RESULTS.md), as the first columnwise form of
 //               the 16x16 kernel did (quantize_quad.cuh).
-// Group scope stays on the tile kernel: a per-warp form of this kernel (one pair of scale tables
-// refilled whenever the group amax changed) measured 0.22-0.24 of copy on an H200 where the
-// groups do not align with the 64-row stacks, below the tile kernel's 0.30-0.35; a form with a
-// slot of tables per unit position is in git history (2153488), not measured.
+// Group scope stays on the tile kernel: group forms of this kernel (one pair of scale tables per
+// warp, refilled whenever the group amax changed) measured 0.22-0.24 of copy on an H200 on one or
+// two of the bench's three shapes, whose groups do not align with the 64-row stacks, where the
+// tile kernel gives 0.33-0.35 (bench/RESULTS.md); a form with a slot of tables per unit position
+// is in git history (2153488), not measured.
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
 // .cpp: the bf16 per-tensor 1x16 row+col cases with cols % 64 == 0, round to nearest and no RHT
 // are dispatched here; CudaQuantizeEdge.RowColRuns and RowColRunsLarge are written for it).
