@@ -10,10 +10,11 @@
 //        dev/lean_lab.cu -o /tmp/lean_lab && /tmp/lean_lab [iters]
 // Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE and
 // MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_TMA_ONLY (rowwise: the src kernels and the TMA
-// ring of dev/lean_tma.cuh only), LAB_RC_ONLY (row+col and 16x16), LAB_T16_ONLY (16x16 only:
-// the tile kernel against dev/lean_tile16.cuh, dev/lean_tile16_lanes.cuh and the landed quad
-// kernel; with LAB_T16_SRC only the two src kernels). The binary can be
-// built here and carried to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
+// ring of dev/lean_tma.cuh only), LAB_RC_ONLY (row+col and 16x16), LAB_RC_GROUP_ONLY (row+col
+// with the bench's 128 groups: the tile kernel against dev/lean_rowcol_group.cuh), LAB_T16_ONLY
+// (16x16 only: the tile kernel against dev/lean_tile16.cuh, dev/lean_tile16_lanes.cuh and the
+// landed quad kernel; with LAB_T16_SRC only the two src kernels). The binary can be built here and
+// carried to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@
 #include "../bench/bench_util.h"
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
+#include "lean_rowcol_group.cuh"
 #include "lean_table.cuh"
 #include "lean_tile16.cuh"
 #include "lean_tile16_lanes.cuh"
@@ -189,8 +191,9 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     };
-    const bool t16_only = std::getenv("LAB_T16_ONLY") != nullptr;  // 16x16 only
-    const bool rc_only = t16_only || std::getenv("LAB_RC_ONLY");   // row+col and 16x16 only
+    const bool t16_only = std::getenv("LAB_T16_ONLY") != nullptr;         // 16x16 only
+    const bool group_only = std::getenv("LAB_RC_GROUP_ONLY") != nullptr;  // group row+col only
+    const bool rc_only = t16_only || group_only || std::getenv("LAB_RC_ONLY");
     if (!rc_only) {
       run_mode("MAE", variants<QuantMode::kMAE>(), 256.0f);
       if (std::getenv("LAB_MAE_ONLY")) return all_equal ? 0 : 1;  // (profiling: one shape, MAE)
@@ -289,9 +292,101 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     };
-    if (!t16_only) run_rc("MAE", QuantMode::kMAE, 256.0f);
-    run_rc("MAE", QuantMode::kMAE, 256.0f, true);  // 16x16 row+col
-    {  // 16x16 MAE rowwise: the tile kernel (reference) against dev/lean_tile16.cuh
+    // Group scope (the bench's 128 uneven groups, offsets % 16 == 0): the tile kernel (reference)
+    // against dev/lean_rowcol_group.cuh.
+    auto run_rc_group = [&](const char* mode_name, QuantMode m, float bound) {
+      constexpr int kG = 128;
+      std::vector<int32_t> ho(kG);
+      std::vector<float> ha(kG);
+      int64_t acc = 0;
+      for (int g = 0; g < kG; ++g) {
+        acc += (R / kG / 16) * 16 + ((g % 3) - 1) * 16;
+        ho[g] = static_cast<int32_t>(std::min<int64_t>(g == kG - 1 ? R : acc, R));
+        ha[g] = 2.0f + 0.0625f * static_cast<float>(g % 9);
+      }
+      int32_t* offs;
+      float* gamax;
+      BENCH_CUDA(cudaMalloc(&offs, kG * 4));
+      BENCH_CUDA(cudaMalloc(&gamax, kG * 4));
+      BENCH_CUDA(cudaMemcpy(offs, ho.data(), kG * 4, cudaMemcpyHostToDevice));
+      BENCH_CUDA(cudaMemcpy(gamax, ha.data(), kG * 4, cudaMemcpyHostToDevice));
+      std::vector<uint8_t> ref[4];
+      uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
+      const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
+      for (int k = 0; k < 2; ++k) {
+        auto launch = [&](int i) {
+          QuantizeParams q = params(i, codes, scales);
+          q.bound = bound;
+          q.columnwise = true;
+          q.codes_t = codes_t;
+          q.codes_t_stride = R / 2;
+          q.scales_t = scales_t;
+          q.scales_t_stride = R / 16;
+          q.wide_rows = q.wide_cols = true;
+          q.pair_cols = m != QuantMode::kMAE;
+          q.scope = ScopeKind::kGroup;
+          q.amax = gamax;
+          q.offsets = offs;
+          q.num_groups = kG;
+          if (k == 1) {  // dev/lean_rowcol_group.cuh
+            const size_t shared = lab_rowcol_group_shared(false, kG);
+            const int64_t runs = (R / 16 + kRowColRun - 1) / kRowColRun * (C / kRcUnitCols);
+            auto launch_g = [&](auto kernel) {
+              int dev = 0, sms = 0, per = 0;
+              BENCH_CUDA(cudaGetDevice(&dev));
+              BENCH_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+              BENCH_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, kernel, kLeanThreads,
+                                                                       shared));
+              const int grid = std::min<int64_t>((runs + kRcWarps - 1) / kRcWarps, sms * per);
+              kernel<<<grid, kLeanThreads, shared>>>(q);
+            };
+            if (m == QuantMode::kMAE)
+              launch_g(lean_rowcol_group_kernel<QuantMode::kMAE>);
+            else
+              launch_g(lean_rowcol_group_kernel<QuantMode::kGradient>);
+            return;
+          }
+          QuantizeLaunch l;
+          l.mode = m;
+          l.tile_kernel = true;
+          l.shared_bytes = kG * 4;
+          const int64_t seg = (q.pair_cols ? 2 : 1) * kUnitRows;
+          const int64_t units = (R + seg - 1) / seg * ((C + kUnitCols - 1) / kUnitCols);
+          l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
+          launch_quantize<Bf16>(q, l, 0);
+        };
+        for (int b = 0; b < 4; ++b) BENCH_CUDA(cudaMemset(bufs[b], 0xAB, sizes[b]));
+        launch(0);
+        BENCH_CUDA(cudaDeviceSynchronize());
+        bool eq = true;
+        for (int b = 0; b < 4; ++b) {
+          std::vector<uint8_t> got(sizes[b]);
+          BENCH_CUDA(cudaMemcpy(got.data(), bufs[b], sizes[b], cudaMemcpyDeviceToHost));
+          if (k == 0)
+            ref[b] = got;
+          else
+            eq = eq && got == ref[b];
+        }
+        if (k == 1) all_equal = all_equal && eq;
+        const double us = median_us(iters, launch);
+        const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
+        std::printf("| %s | %s group (128) row+col | %lldx%lld | %.1f | %.3f | %s |\n",
+                    k == 0 ? "tile kernel (reference)" : "lean row+col, group slots (dev)",
+                    mode_name, (long long)R, (long long)C, us, bytes / us * 1e-3 / copy_gbs,
+                    k == 0 ? "ref" : (eq ? "yes" : "NO"));
+        std::fflush(stdout);
+      }
+      cudaFree(offs);
+      cudaFree(gamax);
+    };
+    if (group_only) {
+      run_rc_group("MAE", QuantMode::kMAE, 256.0f);
+      run_rc_group("gradient RNE", QuantMode::kGradient, 448.0f);
+    }
+    if (!t16_only && !group_only) run_rc("MAE", QuantMode::kMAE, 256.0f);
+    if (!group_only) run_rc("MAE", QuantMode::kMAE, 256.0f, true);  // 16x16 row+col
+    if (!group_only) {  // 16x16 MAE rowwise: the tile kernel (reference) against
+                        // dev/lean_tile16.cuh
       std::vector<uint8_t> rc(n / 2), rs(n / 16);
       const char* names16[] = {"tile kernel (reference)",     "lean 16x16 kernel (dev)",
                                "lane-per-tile 16x16, 4 CTAs", "lane-per-tile 16x16, 5 CTAs",
@@ -356,7 +451,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     }
-    if (!t16_only) run_rc("gradient RNE", QuantMode::kGradient, 448.0f);
+    if (!t16_only && !group_only) run_rc("gradient RNE", QuantMode::kGradient, 448.0f);
     cudaFree(codes_t);
     cudaFree(scales_t);
     for (int i = 0; i < 2; ++i) cudaFree(x[i]);

@@ -40,6 +40,87 @@ inline constexpr int kRcWarps = kLeanThreads / 32;
 inline constexpr int kRcUnitCols = 64;                    // a unit: 16 rows x 64 columns
 inline constexpr int kRcRowBytes = kRcUnitCols * 2 + 16;  // a unit row in shared memory
 
+// Pieces of a unit, shared with the lab's group form (dev/lean_rowcol_group.cuh). The raw words
+// of row lane / 2, blocks 2 (lane % 2) and 2 (lane % 2) + 1, from the shared tile:
+__device__ __forceinline__ void rc_row_words(const uint8_t* tile, int lane, uint32_t (&w0)[8],
+                                             uint32_t (&w1)[8]) {
+  const int r = lane / 2, h = lane % 2;
+  uint4 c[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j)
+    c[j] = *reinterpret_cast<const uint4*>(tile + r * kRcRowBytes + (4 * h + j) * 16);
+  w0[0] = c[0].x, w0[1] = c[0].y, w0[2] = c[0].z, w0[3] = c[0].w;
+  w0[4] = c[1].x, w0[5] = c[1].y, w0[6] = c[1].z, w0[7] = c[1].w;
+  w1[0] = c[2].x, w1[1] = c[2].y, w1[2] = c[2].z, w1[3] = c[2].w;
+  w1[4] = c[3].x, w1[5] = c[3].y, w1[6] = c[3].z, w1[7] = c[3].w;
+}
+// ... their codes and scales, stored (a lane pair: the row's 32-byte code sector, 4 scale bytes).
+__device__ __forceinline__ void rc_store_rows(const QuantizeParams& p, int64_t row0, int64_t col0,
+                                              int lane, const BlockCodes& b0,
+                                              const BlockCodes& b1) {
+  const int r = lane / 2, h = lane % 2;
+  uint8_t* codes = p.codes + (row0 + r) * p.codes_stride + col0 / 2 + 16 * h;
+  *reinterpret_cast<uint4*>(codes) =
+      make_uint4(static_cast<uint32_t>(b0.codes), static_cast<uint32_t>(b0.codes >> 32),
+                 static_cast<uint32_t>(b1.codes), static_cast<uint32_t>(b1.codes >> 32));
+  *reinterpret_cast<uint16_t*>(p.scales + (row0 + r) * p.scales_stride + col0 / 16 + 2 * h) =
+      static_cast<uint16_t>(b0.scale | (b1.scale << 8));
+}
+// The raw words of columns 2 lane (we: low halves) and 2 lane + 1 (wo: high halves), from word
+// `lane` of each of the 16 rows.
+__device__ __forceinline__ void rc_col_words(const uint8_t* tile, int lane, uint32_t (&we)[8],
+                                             uint32_t (&wo)[8]) {
+  uint32_t col[16];
+#pragma unroll
+  for (int r = 0; r < 16; ++r)
+    col[r] = *reinterpret_cast<const uint32_t*>(tile + r * kRcRowBytes + 4 * lane);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    we[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x5410);
+    wo[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x7632);
+  }
+}
+// ... their codes and scales, gathered for the run (unit k).
+__device__ __forceinline__ void rc_stage_cols(uint2* ct, uint32_t* st, int k, int lane,
+                                              const BlockCodes& be, const BlockCodes& bo) {
+  *reinterpret_cast<uint4*>(ct + k * kRcUnitCols + 2 * lane) =
+      make_uint4(static_cast<uint32_t>(be.codes), static_cast<uint32_t>(be.codes >> 32),
+                 static_cast<uint32_t>(bo.codes), static_cast<uint32_t>(bo.codes >> 32));
+  reinterpret_cast<uint8_t*>(st + 2 * lane)[k] = be.scale;
+  reinterpret_cast<uint8_t*>(st + 2 * lane + 1)[k] = bo.scale;
+}
+// The run's columnwise output (its nk units from band band0), after its last unit.
+__device__ __forceinline__ void rc_flush_run(const QuantizeParams& p, const uint2* ct,
+                                             const uint32_t* st, int64_t col0, int64_t band0,
+                                             int nk, int lane, bool codes_t_wide,
+                                             bool scales_t_word) {
+  __syncwarp();
+  const int h = lane % 2;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {  // column 16 i + lane / 2, units 2 h and 2 h + 1
+    const int c = 16 * i + lane / 2;
+    uint8_t* dst = p.codes_t + (col0 + c) * p.codes_t_stride + band0 * 8 + 16 * h;
+    const uint2 lo = ct[2 * h * kRcUnitCols + c], hi = ct[(2 * h + 1) * kRcUnitCols + c];
+    if (nk == kRowColRun && codes_t_wide) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(lo.x, lo.y, hi.x, hi.y);
+    } else {
+      if (2 * h < nk) *reinterpret_cast<uint2*>(dst) = lo;
+      if (2 * h + 1 < nk) *reinterpret_cast<uint2*>(dst + 8) = hi;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {  // column 32 i + lane: 4 scale bytes
+    const int c = 32 * i + lane;
+    uint8_t* dst = p.scales_t + (col0 + c) * p.scales_t_stride + band0;
+    const uint32_t s = st[c];
+    if (nk == kRowColRun && scales_t_word) {
+      *reinterpret_cast<uint32_t*>(dst) = s;
+    } else {
+      for (int j = 0; j < nk; ++j) dst[j] = static_cast<uint8_t>(s >> (8 * j));
+    }
+  }
+}
+
 // Host: bf16 x with 16-byte aligned rows, rows % 16 == 0, cols % 64 == 0, p.columnwise, codes_t
 // 8-byte aligned with stride % 8 == 0 (a run's 32 code bytes and 4 scale bytes per column go as
 // 16-byte pieces and one word where codes_t and scales_t allow, in 8-byte pieces and bytes
@@ -117,68 +198,21 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     if (more) load_unit(next_run, next_k, v);
 
     if (p.rowwise) {  // row lane / 2, blocks 2 h and 2 h + 1 of the unit
-      const int r = lane / 2, h = lane % 2;
-      uint4 c[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        c[j] = *reinterpret_cast<const uint4*>(tile + r * kRcRowBytes + (4 * h + j) * 16);
-      const uint32_t w0[8] = {c[0].x, c[0].y, c[0].z, c[0].w, c[1].x, c[1].y, c[1].z, c[1].w};
-      const uint32_t w1[8] = {c[2].x, c[2].y, c[2].z, c[2].w, c[3].x, c[3].y, c[3].z, c[3].w};
+      uint32_t w0[8], w1[8];
+      rc_row_words(tile, lane, w0, w1);
       const BlockCodes b0 = lean_block<M>(w0, tab_r, gr, consts);
       const BlockCodes b1 = lean_block<M>(w1, tab_r, gr, consts);
-      uint8_t* codes = p.codes + (row0 + r) * p.codes_stride + col0 / 2 + 16 * h;
-      *reinterpret_cast<uint4*>(codes) =
-          make_uint4(static_cast<uint32_t>(b0.codes), static_cast<uint32_t>(b0.codes >> 32),
-                     static_cast<uint32_t>(b1.codes), static_cast<uint32_t>(b1.codes >> 32));
-      *reinterpret_cast<uint16_t*>(p.scales + (row0 + r) * p.scales_stride + col0 / 16 + 2 * h) =
-          static_cast<uint16_t>(b0.scale | (b1.scale << 8));
+      rc_store_rows(p, row0, col0, lane, b0, b1);
     }
-    {  // columns 2 lane and 2 lane + 1: word `lane` of each of the 16 rows
-      uint32_t col[16];
-#pragma unroll
-      for (int r = 0; r < 16; ++r)
-        col[r] = *reinterpret_cast<const uint32_t*>(tile + r * kRcRowBytes + 4 * lane);
-      uint32_t we[8], wo[8];  // column 2 lane (low halves), 2 lane + 1 (high halves)
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        we[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x5410);
-        wo[j] = __byte_perm(col[2 * j], col[2 * j + 1], 0x7632);
-      }
+    {  // columns 2 lane and 2 lane + 1
+      uint32_t we[8], wo[8];
+      rc_col_words(tile, lane, we, wo);
       const BlockCodes be = lean_block<M>(we, tab_c, gc, consts);
       const BlockCodes bo = lean_block<M>(wo, tab_c, gc, consts);
-      *reinterpret_cast<uint4*>(ct + k * kRcUnitCols + 2 * lane) =
-          make_uint4(static_cast<uint32_t>(be.codes), static_cast<uint32_t>(be.codes >> 32),
-                     static_cast<uint32_t>(bo.codes), static_cast<uint32_t>(bo.codes >> 32));
-      reinterpret_cast<uint8_t*>(st + 2 * lane)[k] = be.scale;
-      reinterpret_cast<uint8_t*>(st + 2 * lane + 1)[k] = bo.scale;
+      rc_stage_cols(ct, st, k, lane, be, bo);
     }
-    if (k == nk - 1) {  // the run's last unit (uniform): its columnwise output
-      __syncwarp();
-      const int h = lane % 2;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {  // column 16 i + lane / 2, units 2 h and 2 h + 1
-        const int c = 16 * i + lane / 2;
-        uint8_t* dst = p.codes_t + (col0 + c) * p.codes_t_stride + band0 * 8 + 16 * h;
-        const uint2 lo = ct[2 * h * kRcUnitCols + c], hi = ct[(2 * h + 1) * kRcUnitCols + c];
-        if (nk == kRowColRun && codes_t_wide) {
-          *reinterpret_cast<uint4*>(dst) = make_uint4(lo.x, lo.y, hi.x, hi.y);
-        } else {
-          if (2 * h < nk) *reinterpret_cast<uint2*>(dst) = lo;
-          if (2 * h + 1 < nk) *reinterpret_cast<uint2*>(dst + 8) = hi;
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {  // column 32 i + lane: 4 scale bytes
-        const int c = 32 * i + lane;
-        uint8_t* dst = p.scales_t + (col0 + c) * p.scales_t_stride + band0;
-        const uint32_t s = st[c];
-        if (nk == kRowColRun && scales_t_word) {
-          *reinterpret_cast<uint32_t*>(dst) = s;
-        } else {
-          for (int j = 0; j < nk; ++j) dst[j] = static_cast<uint8_t>(s >> (8 * j));
-        }
-      }
-    }
+    if (k == nk - 1)  // the run's last unit (uniform): its columnwise output
+      rc_flush_run(p, ct, st, col0, band0, nk, lane, codes_t_wide, scales_t_word);
     if (!more) break;
     run = next_run;
     k = next_k;
