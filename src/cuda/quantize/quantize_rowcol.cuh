@@ -24,7 +24,7 @@
 // warp, refilled whenever the group amax changed) measured 0.22-0.24 of copy on an H200 on one or
 // two of the bench's three shapes, whose groups do not align with the 64-row stacks, where the
 // tile kernel gives 0.33-0.35 (bench/RESULTS.md); a form with a slot of tables per unit position
-// is in git history (2153488), not measured.
+// is the lab kernel dev/lean_rowcol_group.cuh, not yet measured.
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
 // .cpp: the bf16 per-tensor 1x16 row+col cases with cols % 64 == 0, round to nearest and no RHT
 // are dispatched here; CudaQuantizeEdge.RowColRuns and RowColRunsLarge are written for it).
