@@ -287,22 +287,26 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     uint2 c6[4], c4[4];
     bool slow = !h.fast;
     float te6 = 0.0f, te4 = 0.0f;
-    if constexpr (is_error_rule<M>()) {
-      constexpr Rule kRule = rule_of<M>();
-      float e6[4], e4[4];
+    constexpr Rule kRule = rule_of<M>();
+    float e6[4], e4[4];  // error rules: the rows' approximate errors
 #pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        uint32_t w[8];
-        quad_words(raw, k, w);
-        float x[16], gv[16];
-        unpack_words(w, x);
-        grid_values_s(x, h.t6.inv_s, gv);
-        e6[k] = grid::approx_error<kRule>(x, gv, h.t6.k64);
-        c6[k] = quad_codes(gv, w);
+    for (int k = 0; k < 4; ++k) {
+      uint32_t w[8];
+      quad_words(raw, k, w);
+      float x[16], gv[16];
+      unpack_words(w, x);
+      grid_values_s(x, h.t6.inv_s, gv);
+      if constexpr (is_error_rule<M>()) e6[k] = grid::approx_error<kRule>(x, gv, h.t6.k64);
+      c6[k] = quad_codes(gv, w);
+      if constexpr (is_error_rule<M>()) {
         grid_values_s(x, h.t4.inv_s, gv);
         e4[k] = grid::approx_error<kRule>(x, gv, h.t4.k64);
         c4[k] = quad_codes(gv, w);
+      } else {
+        c4[k] = c6[k];
       }
+    }
+    if constexpr (is_error_rule<M>()) {
       te6 = quad_tree<M>(e6, 0xFFFFFFFFu), te4 = quad_tree<M>(e4, 0xFFFFFFFFu);
       // The tile bound (n = 16 rows, K = k64 / 64 exactly), as quantize_block<M, true>; it holds
       // for the x^T order of the sums too.
@@ -310,16 +314,6 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
       const float bound =
           num::add(approx_bound<M>(te6, k6, 16.0f), approx_bound<M>(te4, k4, 16.0f));
       slow = slow || (h.s4 != h.s6 && !(fabsf(num::sub(te4, te6)) > bound));  // quad-uniform
-    } else {
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        uint32_t w[8];
-        quad_words(raw, k, w);
-        float x[16], gv[16];
-        unpack_words(w, x);
-        grid_values_s(x, h.t6.inv_s, gv);
-        c6[k] = c4[k] = quad_codes(gv, w);
-      }
     }
     QuadOut o{};
     if (rowwise) o.codes = p.codes + (row0 + L) * p.codes_stride + col / 2;

@@ -121,6 +121,71 @@ __device__ __forceinline__ void rc_flush_run(const QuantizeParams& p, const uint
   }
 }
 
+// A warp's runs: run, run + run_inc, ... below run_end (run u: stack u / ucols, strip u % ucols).
+// Each unit is loaded one ahead into registers and staged in the warp's shared `tile`; then
+// `setup(row0, k)` (after the previous unit's reads, before the tile is written: it may refill
+// tables) returns the functor `block(w, rowwise)` that quantizes the unit's blocks; the rowwise
+// output is stored per unit, the columnwise output gathered in (ct, st) and stored per run.
+template <typename Setup>
+__device__ __forceinline__ void rc_walk(const QuantizeParams& p, int64_t run, int64_t run_end,
+                                        int64_t run_inc, int lane, uint8_t* tile, uint2* ct,
+                                        uint32_t* st, Setup setup) {
+  const int64_t bands = p.rows / 16, ucols = p.cols / kRcUnitCols;
+  // Lane's four chunks of a unit: chunk lane + 32 m is row lane / 8 + 4 m, 16-byte column lane % 8.
+  const int ld_row = lane / 8, ld_cc = lane % 8;
+  const uint16_t* xs = static_cast<const uint16_t*>(p.x);
+  auto load_unit = [&](int64_t u, int k, uint4(&v)[4]) {
+    const int64_t stack = u / ucols, row0 = (kRowColRun * stack + k) * 16;
+    const uint16_t* base =
+        xs + (row0 + ld_row) * p.x_stride + (u - stack * ucols) * kRcUnitCols + ld_cc * 8;
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+      v[m] = load_x16(reinterpret_cast<const uint4*>(base + 4 * m * p.x_stride));
+  };
+  const bool codes_t_wide =
+      (reinterpret_cast<uintptr_t>(p.codes_t) & 15u) == 0 && p.codes_t_stride % 16 == 0;
+  const bool scales_t_word =
+      (reinterpret_cast<uintptr_t>(p.scales_t) & 3u) == 0 && p.scales_t_stride % 4 == 0;
+  int k = 0;
+  uint4 v[4];
+  load_unit(run, 0, v);
+  for (;;) {
+    const int64_t stack = run / ucols, col0 = (run - stack * ucols) * kRcUnitCols;
+    const int64_t band0 = kRowColRun * stack, row0 = (band0 + k) * 16;
+    const int nk = bands - band0 < kRowColRun ? static_cast<int>(bands - band0) : kRowColRun;
+    __syncwarp();  // the previous unit's reads (and the previous run's stores) are done
+    auto block = setup(row0, k);
+#pragma unroll
+    for (int m = 0; m < 4; ++m)
+      *reinterpret_cast<uint4*>(tile + (ld_row + 4 * m) * kRcRowBytes + ld_cc * 16) = v[m];
+    __syncwarp();
+    const int64_t next_run = k + 1 < nk ? run : run + run_inc;
+    const int next_k = k + 1 < nk ? k + 1 : 0;
+    const bool more = next_run < run_end;
+    if (more) load_unit(next_run, next_k, v);
+
+    if (p.rowwise) {  // row lane / 2, blocks 2 h and 2 h + 1 of the unit
+      uint32_t w0[8], w1[8];
+      rc_row_words(tile, lane, w0, w1);
+      const BlockCodes b0 = block(w0, true);
+      const BlockCodes b1 = block(w1, true);
+      rc_store_rows(p, row0, col0, lane, b0, b1);
+    }
+    {  // columns 2 lane and 2 lane + 1
+      uint32_t we[8], wo[8];
+      rc_col_words(tile, lane, we, wo);
+      const BlockCodes be = block(we, false);
+      const BlockCodes bo = block(wo, false);
+      rc_stage_cols(ct, st, k, lane, be, bo);
+    }
+    if (k == nk - 1)  // the run's last unit (uniform): its columnwise output
+      rc_flush_run(p, ct, st, col0, band0, nk, lane, codes_t_wide, scales_t_word);
+    if (!more) break;
+    run = next_run;
+    k = next_k;
+  }
+}
+
 // Host: bf16 x with 16-byte aligned rows, rows % 16 == 0, cols % 64 == 0, p.columnwise, codes_t
 // 8-byte aligned with stride % 8 == 0 (a run's 32 code bytes and 4 scale bytes per column go as
 // 16-byte pieces and one word where codes_t and scales_t allow, in 8-byte pieces and bytes
@@ -154,69 +219,16 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   __syncthreads();  // the only CTA barrier: warps without work may leave below
 
   const int64_t bands = p.rows / 16, ucols = p.cols / kRcUnitCols;
-  const int64_t n_runs = (bands + kRowColRun - 1) / kRowColRun * ucols;  // run u: stack u / ucols
+  const int64_t n_runs = (bands + kRowColRun - 1) / kRowColRun * ucols;
   const int64_t warps = int64_t{gridDim.x} * kRcWarps;  // the warps take the runs round robin
   const int64_t gw = int64_t{blockIdx.x} * kRcWarps + warp;
-  int64_t run = gw;
-  const int64_t run_end = n_runs;
-  const int64_t run_inc = warps;
-  if (run >= run_end) return;
-
-  // Lane's four chunks of a unit: chunk lane + 32 m is row lane / 8 + 4 m, 16-byte column lane % 8.
-  const int ld_row = lane / 8, ld_cc = lane % 8;
-  const uint16_t* xs = static_cast<const uint16_t*>(p.x);
-  auto load_unit = [&](int64_t u, int k, uint4(&v)[4]) {
-    const int64_t stack = u / ucols, row0 = (kRowColRun * stack + k) * 16;
-    const uint16_t* base =
-        xs + (row0 + ld_row) * p.x_stride + (u - stack * ucols) * kRcUnitCols + ld_cc * 8;
-#pragma unroll
-    for (int m = 0; m < 4; ++m)
-      v[m] = load_x16(reinterpret_cast<const uint4*>(base + 4 * m * p.x_stride));
-  };
-  const bool codes_t_wide =
-      (reinterpret_cast<uintptr_t>(p.codes_t) & 15u) == 0 && p.codes_t_stride % 16 == 0;
-  const bool scales_t_word =
-      (reinterpret_cast<uintptr_t>(p.scales_t) & 3u) == 0 && p.scales_t_stride % 4 == 0;
-  uint8_t* tile = s_unit[warp];
-  uint2* ct = s_codes_t[warp];
-  uint32_t* st = s_scales_t[warp];
-  int k = 0;
-  uint4 v[4];
-  load_unit(run, 0, v);
-  for (;;) {
-    const int64_t stack = run / ucols, col0 = (run - stack * ucols) * kRcUnitCols;
-    const int64_t band0 = kRowColRun * stack, row0 = (band0 + k) * 16;
-    const int nk = bands - band0 < kRowColRun ? static_cast<int>(bands - band0) : kRowColRun;
-    __syncwarp();  // the previous unit's reads (and the previous run's stores) are done
-#pragma unroll
-    for (int m = 0; m < 4; ++m)
-      *reinterpret_cast<uint4*>(tile + (ld_row + 4 * m) * kRcRowBytes + ld_cc * 16) = v[m];
-    __syncwarp();
-    const int64_t next_run = k + 1 < nk ? run : run + run_inc;
-    const int next_k = k + 1 < nk ? k + 1 : 0;
-    const bool more = next_run < run_end;
-    if (more) load_unit(next_run, next_k, v);
-
-    if (p.rowwise) {  // row lane / 2, blocks 2 h and 2 h + 1 of the unit
-      uint32_t w0[8], w1[8];
-      rc_row_words(tile, lane, w0, w1);
-      const BlockCodes b0 = lean_block<M>(w0, tab_r, gr, consts);
-      const BlockCodes b1 = lean_block<M>(w1, tab_r, gr, consts);
-      rc_store_rows(p, row0, col0, lane, b0, b1);
-    }
-    {  // columns 2 lane and 2 lane + 1
-      uint32_t we[8], wo[8];
-      rc_col_words(tile, lane, we, wo);
-      const BlockCodes be = lean_block<M>(we, tab_c, gc, consts);
-      const BlockCodes bo = lean_block<M>(wo, tab_c, gc, consts);
-      rc_stage_cols(ct, st, k, lane, be, bo);
-    }
-    if (k == nk - 1)  // the run's last unit (uniform): its columnwise output
-      rc_flush_run(p, ct, st, col0, band0, nk, lane, codes_t_wide, scales_t_word);
-    if (!more) break;
-    run = next_run;
-    k = next_k;
-  }
+  if (gw >= n_runs) return;
+  rc_walk(p, gw, n_runs, warps, lane, s_unit[warp], s_codes_t[warp], s_scales_t[warp],
+          [&](int64_t, int) {
+            return [&](const uint32_t(&w)[8], bool rowwise) {
+              return lean_block<M>(w, rowwise ? tab_r : tab_c, rowwise ? gr : gc, consts);
+            };
+          });
 }
 
 }  // namespace f46::cuda
