@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "../bench/bench_util.h"
@@ -206,26 +207,71 @@ int main(int argc, char** argv) {
     uint8_t *codes_t, *scales_t;
     BENCH_CUDA(cudaMalloc(&codes_t, n / 2));
     BENCH_CUDA(cudaMalloc(&scales_t, n / 16));
-    // tile16: 16x16 row+col, the tile kernel against the src quad kernel (kCol).
-    auto run_rc = [&](const char* mode_name, QuantMode m, float bound, bool tile16 = false) {
-      std::vector<uint8_t> ref[4], got[4];
+    // Row+col params of input i (codes_t, scales_t contiguous).
+    auto rc_params = [&](int i, float bound, bool pair_cols) {
+      QuantizeParams q = params(i, codes, scales);
+      q.bound = bound;
+      q.columnwise = true;
+      q.codes_t = codes_t;
+      q.codes_t_stride = R / 2;
+      q.scales_t = scales_t;
+      q.scales_t_stride = R / 16;
+      q.wide_rows = q.wide_cols = true;
+      q.pair_cols = pair_cols;
+      return q;
+    };
+    // The tile kernel, every row+col variant's reference (`shared`: staged group offsets).
+    auto launch_tile = [&](const QuantizeParams& q, QuantMode m, bool tile16, size_t shared) {
+      QuantizeLaunch l;
+      l.mode = m;
+      l.tile_kernel = true;
+      l.tile16 = tile16;
+      l.shared_bytes = shared;
+      const int64_t seg = (q.pair_cols ? 2 : 1) * kUnitRows;
+      const int64_t units = (R + seg - 1) / seg * ((C + kUnitCols - 1) / kUnitCols);
+      l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
+      launch_quantize<Bf16>(q, l, 0);
+    };
+    // Variant k's four outputs (k == 0: the reference, kept in `ref`) compared bytewise with the
+    // reference's, then its median time; printed as a table row.
+    auto check_rc = [&](int k, const std::function<void(int)>& launch,
+                        std::vector<uint8_t>(&ref)[4], const char* name, const std::string& mode) {
       uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
       const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
+      for (int b = 0; b < 4; ++b) BENCH_CUDA(cudaMemset(bufs[b], 0xAB, sizes[b]));
+      launch(0);
+      BENCH_CUDA(cudaDeviceSynchronize());
+      bool eq = true;
+      for (int b = 0; b < 4; ++b) {
+        std::vector<uint8_t> got(sizes[b]);
+        BENCH_CUDA(cudaMemcpy(got.data(), bufs[b], sizes[b], cudaMemcpyDeviceToHost));
+        if (k == 0)
+          ref[b] = got;
+        else
+          eq = eq && got == ref[b];
+      }
+      if (k >= 1) all_equal = all_equal && eq;
+      const double us = median_us(iters, launch);
+      const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
+      std::printf("| %s | %s | %lldx%lld | %.1f | %.3f | %s |\n", name, mode.c_str(), (long long)R,
+                  (long long)C, us, bytes / us * 1e-3 / copy_gbs,
+                  k == 0 ? "ref" : (eq ? "yes" : "NO"));
+      std::fflush(stdout);
+    };
+    // tile16: 16x16 row+col, the tile kernel against the src quad kernel (kCol).
+    auto run_rc = [&](const char* mode_name, QuantMode m, float bound, bool tile16 = false) {
+      std::vector<uint8_t> ref[4];
       // row+col: the src kernel (4 CTAs), at 5 and 3 CTAs; 16x16: the src quad
       // kernel (runs of 4 tile rows, 3 CTAs), runs of 2 at 3 CTAs, runs of 4 / 2 at 4 CTAs (the
       // last wave's tail).
       const int n_var = tile16 ? 5 : 4;
+      const char* rc_names[] = {"lean row+col kernel (src)", "lean row+col, 5 CTAs",
+                                "lean row+col, 3 CTAs"};
+      const char* quad_names[] = {"quad kernel (src)", "quad, runs of 2, 3 CTAs",
+                                  "quad, runs of 4, 4 CTAs", "quad, runs of 2, 4 CTAs"};
       for (int k = 0; k < n_var; ++k) {
         auto launch = [&](int i) {
-          QuantizeParams q = params(i, codes, scales);
-          q.bound = bound;
-          q.columnwise = true;
-          q.codes_t = codes_t;
-          q.codes_t_stride = R / 2;
-          q.scales_t = scales_t;
-          q.scales_t_stride = R / 16;
-          q.wide_rows = q.wide_cols = true;
-          q.pair_cols = m != QuantMode::kMAE && !tile16;
+          const QuantizeParams q = rc_params(i, bound, m != QuantMode::kMAE && !tile16);
           if (k >= 1 && tile16) {  // src/cuda/quantize/quantize_quad.cuh, MAE
             const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
             auto launch_quad = [&](auto kernel) {
@@ -258,38 +304,12 @@ int main(int argc, char** argv) {
             }
             return;
           }
-          QuantizeLaunch l;
-          l.mode = m;
-          l.tile_kernel = true;
-          l.tile16 = tile16;
-          const int64_t seg = (q.pair_cols ? 2 : 1) * kUnitRows;
-          const int64_t units = (R + seg - 1) / seg * ((C + kUnitCols - 1) / kUnitCols);
-          l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
-          launch_quantize<Bf16>(q, l, 0);
+          launch_tile(q, m, tile16, 0);
         };
-        for (int b = 0; b < 4; ++b) BENCH_CUDA(cudaMemset(bufs[b], 0xAB, sizes[b]));
-        launch(0);
-        BENCH_CUDA(cudaDeviceSynchronize());
-        bool eq = true;
-        for (int b = 0; b < 4; ++b) {
-          (k == 0 ? ref : got)[b].resize(sizes[b]);
-          BENCH_CUDA(cudaMemcpy((k == 0 ? ref : got)[b].data(), bufs[b], sizes[b],
-                                cudaMemcpyDeviceToHost));
-          if (k >= 1) eq = eq && got[b] == ref[b];
-        }
-        if (k >= 1) all_equal = all_equal && eq;
-        const double us = median_us(iters, launch);
-        const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
-        const char* rc_names[] = {"lean row+col kernel (src)", "lean row+col, 5 CTAs",
-                                  "lean row+col, 3 CTAs"};
-        const char* quad_names[] = {"quad kernel (src)", "quad, runs of 2, 3 CTAs",
-                                    "quad, runs of 4, 4 CTAs", "quad, runs of 2, 4 CTAs"};
-        std::printf(
-            "| %s | %s row+col | %lldx%lld | %.1f | %.3f | %s |\n",
+        check_rc(
+            k, launch, ref,
             k == 0 ? "tile kernel (reference)" : (tile16 ? quad_names[k - 1] : rc_names[k - 1]),
-            tile16 ? "16x16 MAE" : mode_name, (long long)R, (long long)C, us,
-            bytes / us * 1e-3 / copy_gbs, k == 0 ? "ref" : (eq ? "yes" : "NO"));
-        std::fflush(stdout);
+            std::string(tile16 ? "16x16 MAE" : mode_name) + " row+col");
       }
     };
     // Group scope (the bench's 128 uneven groups, offsets % 16 == 0): the tile kernel (reference)
@@ -311,19 +331,9 @@ int main(int argc, char** argv) {
       BENCH_CUDA(cudaMemcpy(offs, ho.data(), kG * 4, cudaMemcpyHostToDevice));
       BENCH_CUDA(cudaMemcpy(gamax, ha.data(), kG * 4, cudaMemcpyHostToDevice));
       std::vector<uint8_t> ref[4];
-      uint8_t* bufs[4] = {codes, scales, codes_t, scales_t};
-      const int64_t sizes[4] = {n / 2, n / 16, n / 2, n / 16};
       for (int k = 0; k < 2; ++k) {
         auto launch = [&](int i) {
-          QuantizeParams q = params(i, codes, scales);
-          q.bound = bound;
-          q.columnwise = true;
-          q.codes_t = codes_t;
-          q.codes_t_stride = R / 2;
-          q.scales_t = scales_t;
-          q.scales_t_stride = R / 16;
-          q.wide_rows = q.wide_cols = true;
-          q.pair_cols = m != QuantMode::kMAE;
+          QuantizeParams q = rc_params(i, bound, m != QuantMode::kMAE);
           q.scope = ScopeKind::kGroup;
           q.amax = gamax;
           q.offsets = offs;
@@ -346,35 +356,11 @@ int main(int argc, char** argv) {
               launch_g(lean_rowcol_group_kernel<QuantMode::kGradient>);
             return;
           }
-          QuantizeLaunch l;
-          l.mode = m;
-          l.tile_kernel = true;
-          l.shared_bytes = kG * 4;
-          const int64_t seg = (q.pair_cols ? 2 : 1) * kUnitRows;
-          const int64_t units = (R + seg - 1) / seg * ((C + kUnitCols - 1) / kUnitCols);
-          l.grid = dim3(static_cast<unsigned>((units + kTileWarps - 1) / kTileWarps));
-          launch_quantize<Bf16>(q, l, 0);
+          launch_tile(q, m, false, kG * 4);
         };
-        for (int b = 0; b < 4; ++b) BENCH_CUDA(cudaMemset(bufs[b], 0xAB, sizes[b]));
-        launch(0);
-        BENCH_CUDA(cudaDeviceSynchronize());
-        bool eq = true;
-        for (int b = 0; b < 4; ++b) {
-          std::vector<uint8_t> got(sizes[b]);
-          BENCH_CUDA(cudaMemcpy(got.data(), bufs[b], sizes[b], cudaMemcpyDeviceToHost));
-          if (k == 0)
-            ref[b] = got;
-          else
-            eq = eq && got == ref[b];
-        }
-        if (k == 1) all_equal = all_equal && eq;
-        const double us = median_us(iters, launch);
-        const double bytes = 2.0 * n + 2 * (n / 2.0 + n / 16.0);
-        std::printf("| %s | %s group (128) row+col | %lldx%lld | %.1f | %.3f | %s |\n",
-                    k == 0 ? "tile kernel (reference)" : "lean row+col, group slots (dev)",
-                    mode_name, (long long)R, (long long)C, us, bytes / us * 1e-3 / copy_gbs,
-                    k == 0 ? "ref" : (eq ? "yes" : "NO"));
-        std::fflush(stdout);
+        check_rc(k, launch, ref,
+                 k == 0 ? "tile kernel (reference)" : "lean row+col, group slots (dev)",
+                 std::string(mode_name) + " group (128) row+col");
       }
       cudaFree(offs);
       cudaFree(gamax);

@@ -65,102 +65,49 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);  // the only CTA barrier
 
   const int64_t bands = p.rows / 16, ucols = p.cols / kRcUnitCols;
-  const int64_t n_runs = (bands + kRowColRun - 1) / kRowColRun * ucols;  // run u: stack u / ucols
+  const int64_t n_runs = (bands + kRowColRun - 1) / kRowColRun * ucols;
   const int64_t warps = int64_t{gridDim.x} * kRcWarps;
   const int64_t gw = int64_t{blockIdx.x} * kRcWarps + warp;
-  int64_t run = n_runs * gw / warps;
-  const int64_t run_end = n_runs * (gw + 1) / warps;
-  const int64_t run_inc = 1;
+  const int64_t run = n_runs * gw / warps, run_end = n_runs * (gw + 1) / warps;
   if (run >= run_end) return;
-  // Group scope: the global amax of row r (N2; 0 past the last offset).
+  // The global amax of row r (N2; 0 past the last offset).
   auto amax_of = [&](const float* a, int64_t r) {
     const int g = group_of_row(s_offs, p.num_groups, r);
     return g < p.num_groups ? a[g] : 0.0f;
   };
-
-  // Lane's four chunks of a unit: chunk lane + 32 m is row lane / 8 + 4 m, 16-byte column lane % 8.
-  const int ld_row = lane / 8, ld_cc = lane % 8;
-  const uint16_t* xs = static_cast<const uint16_t*>(p.x);
-  auto load_unit = [&](int64_t u, int k, uint4(&v)[4]) {
-    const int64_t stack = u / ucols, row0 = (kRowColRun * stack + k) * 16;
-    const uint16_t* base =
-        xs + (row0 + ld_row) * p.x_stride + (u - stack * ucols) * kRcUnitCols + ld_cc * 8;
-#pragma unroll
-    for (int m = 0; m < 4; ++m)
-      v[m] = load_x16(reinterpret_cast<const uint4*>(base + 4 * m * p.x_stride));
-  };
-  const bool codes_t_wide =
-      (reinterpret_cast<uintptr_t>(p.codes_t) & 15u) == 0 && p.codes_t_stride % 16 == 0;
-  const bool scales_t_word =
-      (reinterpret_cast<uintptr_t>(p.scales_t) & 3u) == 0 && p.scales_t_stride % 4 == 0;
-  uint8_t* tile = s_unit[warp];
-  uint2* ct = s_codes_t[warp];
-  uint32_t* st = s_scales_t[warp];
-  int k = 0;
-  uint4 v[4];
-  load_unit(run, 0, v);
-  for (;;) {
-    const int64_t stack = run / ucols, col0 = (run - stack * ucols) * kRcUnitCols;
-    const int64_t band0 = kRowColRun * stack, row0 = (band0 + k) * 16;
-    const int nk = bands - band0 < kRowColRun ? static_cast<int>(bands - band0) : kRowColRun;
-    bool own = false;  // group scope: a sign-set amax, every block by lean_block_own
-    __syncwarp();      // the previous unit's reads (and the previous run's stores) are done
-    {                  // the unit's amaxes: those of its first row's group (offsets % 16
-                       // == 0, N1.4), uniform over the warp; slot k refilled if they changed
-      const float ar = amax_of(p.amax, row0), ac = own_t ? amax_of(amax_t, row0) : ar;
-      LabRcSlot& sl = s_slot[warp][k];
-      LeanEntry* tk = slots + k * n_tabs * kLabSlotEntries;
-      tab_r = tk;
-      tab_c = own_t ? tk + kLabSlotEntries : tk;
-      own = ((num::bits(ar) | num::bits(ac)) >> 31) != 0;
-      const bool new_r = !sl.valid || num::bits(ar) != num::bits(sl.row.amax);
-      const bool new_c = own_t && (!sl.valid || num::bits(ac) != num::bits(sl.col.amax));
-      gr = new_r ? global_scale(ar, p.bound) : sl.row;
-      gc = !own_t ? gr : (new_c ? global_scale(ac, p.bound) : sl.col);
-      if (!own && (new_r || new_c)) {
-        __syncwarp();  // every lane has read the slot
-        if (new_r)
-          for (int s = lane; s < kLabSlotEntries; s += 32) tk[s] = lean_entry<M>(s, gr, consts);
-        if (new_c)
-          for (int s = lane; s < kLabSlotEntries; s += 32)
-            tk[kLabSlotEntries + s] = lean_entry<M>(s, gc, consts);
-        if (lane == 0) sl = LabRcSlot{gr, gc, true};
-      }
-    }
-#pragma unroll
-    for (int m = 0; m < 4; ++m)
-      *reinterpret_cast<uint4*>(tile + (ld_row + 4 * m) * kRcRowBytes + ld_cc * 16) = v[m];
-    __syncwarp();
-    const int64_t next_run = k + 1 < nk ? run : run + run_inc;
-    const int next_k = k + 1 < nk ? k + 1 : 0;
-    const bool more = next_run < run_end;
-    if (more) load_unit(next_run, next_k, v);
-    // Block `w` of the rowwise (`rowwise`) or columnwise output.
-    auto block = [&](const uint32_t(&w)[8], bool rowwise) {
-      if (own)
-        return lean_block_own<M>(make_uint4(w[0], w[1], w[2], w[3]),
-                                 make_uint4(w[4], w[5], w[6], w[7]), rowwise ? gr.amax : gc.amax,
-                                 p.bound);
-      return lean_block<M>(w, rowwise ? tab_r : tab_c, rowwise ? gr : gc, consts);
-    };
-
-    if (p.rowwise) {
-      uint32_t w0[8], w1[8];
-      rc_row_words(tile, lane, w0, w1);
-      const BlockCodes b0 = block(w0, true), b1 = block(w1, true);
-      rc_store_rows(p, row0, col0, lane, b0, b1);
-    }
-    {
-      uint32_t we[8], wo[8];
-      rc_col_words(tile, lane, we, wo);
-      const BlockCodes be = block(we, false), bo = block(wo, false);
-      rc_stage_cols(ct, st, k, lane, be, bo);
-    }
-    if (k == nk - 1) rc_flush_run(p, ct, st, col0, band0, nk, lane, codes_t_wide, scales_t_word);
-    if (!more) break;
-    run = next_run;
-    k = next_k;
-  }
+  bool own = false;  // a sign-set amax: every block of the unit by lean_block_own
+  rc_walk(p, run, run_end, 1, lane, s_unit[warp], s_codes_t[warp], s_scales_t[warp],
+          [&](int64_t row0, int k) {
+            // The unit's amaxes: those of its first row's group (offsets % 16 == 0, N1.4),
+            // uniform over the warp; slot k refilled if they changed.
+            const float ar = amax_of(p.amax, row0), ac = own_t ? amax_of(amax_t, row0) : ar;
+            LabRcSlot& sl = s_slot[warp][k];
+            LeanEntry* tk = slots + k * n_tabs * kLabSlotEntries;
+            tab_r = tk;
+            tab_c = own_t ? tk + kLabSlotEntries : tk;
+            own = ((num::bits(ar) | num::bits(ac)) >> 31) != 0;
+            const bool new_r = !sl.valid || num::bits(ar) != num::bits(sl.row.amax);
+            const bool new_c = own_t && (!sl.valid || num::bits(ac) != num::bits(sl.col.amax));
+            gr = new_r ? global_scale(ar, p.bound) : sl.row;
+            gc = !own_t ? gr : (new_c ? global_scale(ac, p.bound) : sl.col);
+            if (!own && (new_r || new_c)) {
+              __syncwarp();  // every lane has read the slot
+              if (new_r)
+                for (int s = lane; s < kLabSlotEntries; s += 32)
+                  tk[s] = lean_entry<M>(s, gr, consts);
+              if (new_c)
+                for (int s = lane; s < kLabSlotEntries; s += 32)
+                  tk[kLabSlotEntries + s] = lean_entry<M>(s, gc, consts);
+              if (lane == 0) sl = LabRcSlot{gr, gc, true};
+            }
+            return [&](const uint32_t(&w)[8], bool rowwise) {
+              if (own)
+                return lean_block_own<M>(make_uint4(w[0], w[1], w[2], w[3]),
+                                         make_uint4(w[4], w[5], w[6], w[7]),
+                                         rowwise ? gr.amax : gc.amax, p.bound);
+              return lean_block<M>(w, rowwise ? tab_r : tab_c, rowwise ? gr : gc, consts);
+            };
+          });
 }
 
 // Dynamic shared memory of lean_rowcol_group_kernel.
