@@ -9,8 +9,9 @@
 //   nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
 //        dev/lean_lab.cu -o /tmp/lean_lab && /tmp/lean_lab [iters]
 // Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE and
-// MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_TMA_ONLY (rowwise: the src kernels and the TMA
-// ring of dev/lean_tma.cuh only), LAB_RC_ONLY (row+col and 16x16), LAB_RC_GROUP_ONLY (row+col
+// MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_PF_ONLY (rowwise: the src kernels and the src
+// tensor kernel with L2 prefetches, kL2Ahead), LAB_TMA_ONLY (the same and the TMA ring of
+// dev/lean_tma.cuh), LAB_RC_ONLY (row+col and 16x16), LAB_RC_GROUP_ONLY (row+col
 // with the bench's 128 groups: the tile kernel against dev/lean_rowcol_group.cuh), LAB_T16_ONLY
 // (16x16 only: the tile kernel against dev/lean_tile16.cuh, dev/lean_tile16_lanes.cuh and the
 // landed quad kernel; with LAB_T16_SRC only the two src kernels). The binary can be built here and
@@ -77,6 +78,18 @@ std::vector<Variant> variants() {
   v.push_back({"lean tensor kernel (src)", [](const QuantizeParams& p) {
                  launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M>, p);
                }});
+  // The src tensor kernel asking L2 for the block 1 / 2 / 4 grid strides past its register load
+  // (kL2Ahead; one grid stride is ~2.7 MB of x on an H200 at 5 CTAs per SM).
+  v.push_back({"tensor kernel, L2 prefetch +1 stride", [](const QuantizeParams& p) {
+                 launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M, 5, 1>, p);
+               }});
+  v.push_back({"tensor kernel, L2 prefetch +2 strides", [](const QuantizeParams& p) {
+                 launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M, 5, 2>, p);
+               }});
+  v.push_back({"tensor kernel, L2 prefetch +4 strides", [](const QuantizeParams& p) {
+                 launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M, 5, 4>, p);
+               }});
+  if (std::getenv("LAB_PF_ONLY")) return v;
   v.push_back({"TMA ring, 4 stages, 5 CTAs", [](const QuantizeParams& p) {  // dev/lean_tma.cuh
                  launch_blocks<kLeanThreads>(lean_tma_kernel<M, 4, 5>, p);
                }});

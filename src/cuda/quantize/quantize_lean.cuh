@@ -205,6 +205,10 @@ __device__ __forceinline__ uint4 load_x16(const uint4* p) {
                : "l"(p));
   return r;
 }
+// A hint to bring the 32 bytes at p into L2 (no registers, no wait; dev/lean_lab.cu only).
+__device__ __forceinline__ void prefetch_l2(const uint4* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
 
 // The kernel. Work: steps of kLeanThreads consecutive 1x16 blocks, thread t block t of each
 // step. Per tensor the CTAs take the steps round robin (CTA c: c, c + G, ...); per group each
@@ -293,7 +297,10 @@ __device__ __forceinline__ void lean_store(const uint4& a, const uint4& b, const
 // Per-tensor scope, fewer than 2^31 blocks: the same blocks without the group-scope checks,
 // 32-bit block indices, grid-stride (thread t of the grid: blocks t, t + S, ...), the loop
 // unrolled by two so the next block's registers alternate between two sets (nothing copied).
-template <QuantMode M, int kMinCtas = kLeanTensorMinCtas>  // kMinCtas: open for dev/lean_lab.cu
+// kMinCtas and kL2Ahead are open for dev/lean_lab.cu: kL2Ahead > 0 also asks L2 for the block
+// kL2Ahead strides past the one loaded into registers (more bytes in flight for the H200's
+// bandwidth-latency product, no registers); the library uses the defaults.
+template <QuantMode M, int kMinCtas = kLeanTensorMinCtas, int kL2Ahead = 0>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_rows_lean_tensor_kernel(const QuantizeParams p) {
   __shared__ LeanEntry s_tab[256];
@@ -310,11 +317,19 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   while (blk < total) {
     const uint32_t nb = blk + stride;  // < 2^32: total < 2^31 and stride < 2^31
     if (nb < total) b0 = load_x16(src + 2 * int64_t{nb}), b1 = load_x16(src + 2 * int64_t{nb} + 1);
+    if constexpr (kL2Ahead > 0) {
+      const int64_t pf = int64_t{nb} + int64_t{kL2Ahead} * stride;
+      if (pf < total) prefetch_l2(src + 2 * pf);
+    }
     lean_store<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
     if (nb >= total) break;
     blk = nb + stride;
     if (blk < total)
       a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
+    if constexpr (kL2Ahead > 0) {
+      const int64_t pf = int64_t{blk} + int64_t{kL2Ahead} * stride;
+      if (pf < total) prefetch_l2(src + 2 * pf);
+    }
     lean_store<M>(b0, b1, s_tab, gs, consts, codes, p.scales, nb);
   }
 }
