@@ -30,8 +30,17 @@ if [ "$T_BENCH" != 0 ]; then
 fi
 if [ "${T_LAB:-120}" != 0 ]; then  # T_LAB=0: no lab
   wait "$LAB_PID" || tail -20 "$OUT/lab_build.log"
+  # The SM clock under load (the issue-bound kernels' time scales with it): sampled every 50 ms
+  # while the lab runs, summarised after it.
+  nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu \
+    --format=csv,noheader,nounits -lms 50 > "$OUT/clocks.csv" 2>/dev/null &
+  SMI_PID=$!
   timeout "${T_LAB:-120}" /tmp/lean_lab ${LAB_ITERS:-30} > "$OUT/lab.log" 2>&1
   echo "lab rc=$?"
+  kill "$SMI_PID" 2>/dev/null
+  sort -t, -k1 -n "$OUT/clocks.csv" | awk -F, '$3 > 200 {c[n++] = $1} END {
+    if (n) printf "SM clock while drawing > 200 W: min %d, median %d, max %d MHz (%d samples)\n",
+      c[0], c[int(n / 2)], c[n - 1], n }'
   grep -E "^\| |copy|equal" "$OUT/lab.log" | grep -v "^| variant\|^|---" | head -60
 fi
 if [ -n "${T_NCU:-}" ]; then  # Nsight Compute on lab kernels (first shape), in $OUT/ncu.tgz
