@@ -11,8 +11,10 @@
 
 #if defined(__CUDACC__)
 #define F46_HD __host__ __device__ __forceinline__
+#define F46_HD_NOINLINE __host__ __device__ __noinline__  // rare paths kept out of hot loops
 #else
 #define F46_HD inline
+#define F46_HD_NOINLINE inline
 #endif
 
 namespace f46::num {

@@ -21,6 +21,7 @@
 // Blocks failing C1/C2 take the reference path (block_math.cuh).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "common/numerics.h"
@@ -31,38 +32,52 @@
 namespace f46::cuda {
 
 // ---- fast-path pieces -----------------------------------------------------------------------
-__device__ __forceinline__ float max_nan(float a, float b) {  // NaN if either is NaN
+F46_HD float max_nan(float a, float b) {  // NaN if either is NaN
+#if defined(__CUDA_ARCH__)
   float r;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
   return r;
+#else
+  if (a != a || b != b) return num::from_bits(0x7FFFFFFFu);  // the canonical NaN
+  return std::fmax(a, b);  // max(+0, -0) may differ from the device's; no caller mixes them
+#endif
 }
-__device__ __forceinline__ bool error_fast_ok(float sf, float amax) {
+F46_HD bool error_fast_ok(float sf, float amax) {
   return grid::error_fast_ok(sf, amax);
 }
 // E4M3 bytes (N1.3) of lo and hi in one conversion (round to nearest even, saturating at 448):
 // bits 0..7 lo, 8..15 hi. For 0 <= lo, hi < 2^100 equal to num::e4m3_from_float(min(., 448)).
-__device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
+// The host form: NaN -> 0x7F, else the sign bit and the magnitude rounded and saturated.
+F46_HD uint32_t e4m3_satfinite(float v) {
+  if (v != v) return num::kE4M3NaN;
+  return ((num::bits(v) >> 24) & 0x80u) | num::e4m3_from_float(num::abs(v));
+}
+F46_HD uint32_t e4m3x2(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
   uint16_t r;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
   return r;
+#else
+  return e4m3_satfinite(lo) | (e4m3_satfinite(hi) << 8);
+#endif
 }
-__device__ __forceinline__ bool e4m3x2_ok(float base) {
+F46_HD bool e4m3x2_ok(float base) {
   return base >= 0.0f && base < 1.26765060e+30f;  // 2^100
 }
 // Both 4/6 candidate scale bytes (N3.1): bits 0..7 scale6, 8..15 scale4.
-__device__ __forceinline__ uint32_t scales_4over6(float block_amax, float s_enc) {
+F46_HD uint32_t scales_4over6(float block_amax, float s_enc) {
   const float base = num::mul(grid::div6(block_amax), s_enc);
   if (e4m3x2_ok(base)) return e4m3x2(base, num::mul(base, 1.5f));
   return num::scale_map6(block_amax, s_enc) | (uint32_t{num::scale_map4(block_amax, s_enc)} << 8);
 }
-__device__ __forceinline__ uint8_t scale_one(float base) {
+F46_HD uint8_t scale_one(float base) {
   return e4m3x2_ok(base) ? static_cast<uint8_t>(e4m3x2(base, 0.0f))
                          : num::e4m3_from_float(num::min_keep_nan(base, num::kE4M3Max));
 }
 
 // Per-scale-byte constants of a global amax: x = inv (N3.2), y = K = RN(RN(sf A) / (6 bound))
 // when C2 holds, NaN otherwise. The kernels tabulate them per CTA for its first row's amax.
-__device__ __forceinline__ float2 scale_entry(uint32_t s, const GlobalScale& g,
+F46_HD float2 scale_entry(uint32_t s, const GlobalScale& g,
                                               const ErrorConsts& c) {
   const float sf = e4m3_value(static_cast<uint8_t>(s));
   const float inv = num::min_keep_nan(num::div(1.0f, num::mul(sf, g.s_dec)), num::kFltMax);
@@ -77,18 +92,19 @@ struct TableRef {
   const float2* entries;
   bool valid;
 };
-__device__ __forceinline__ float2 scale_lookup(TableRef tab, uint32_t s, const GlobalScale& g,
+F46_HD float2 scale_lookup(TableRef tab, uint32_t s, const GlobalScale& g,
                                                const ErrorConsts& c) {
   return tab.valid ? tab.entries[s] : scale_entry(s, g, c);
 }
 
 template <QuantMode M>
-__device__ __forceinline__ float approx_bound(float e, float k, float n) {
+F46_HD float approx_bound(float e, float k, float n) {
   if constexpr (M == QuantMode::kMSE) return grid::approx_bound_mse(e, k, n);
   if constexpr (M == QuantMode::kAbsMax) return grid::approx_bound_absmax(k);
   return grid::approx_bound_mae(e, k, n);
 }
 
+#if defined(__CUDACC__)  // device only from here to the #endif: byte permutes, shuffles
 // Bit 4i+3 = sign bit of x[i], i < 8: the top bytes of x[0], x[2], x[4], x[6] (even nibbles)
 // and x[1], x[3], x[5], x[7] (odd nibbles) gathered by byte permutes, then masked.
 __device__ __forceinline__ uint32_t sign_nibbles8(const float* x) {
@@ -161,19 +177,24 @@ __device__ __forceinline__ float block_amax(const float (&x)[16], unsigned half_
   return b;
 }
 
+#else
+template <QuantMode M>
+float tile_error_tree(float e, unsigned half_mask);  // tiles: device only (never defined here)
+#endif
+
 // Scaled grid values (grid_math.h round_to_grid_s) of |x| * inv, inv_s = inv * 2^-6.
-__device__ __forceinline__ void grid_values_s(const float (&x)[16], float inv_s, float (&g)[16]) {
+F46_HD void grid_values_s(const float (&x)[16], float inv_s, float (&g)[16]) {
 #pragma unroll
   for (int i = 0; i < 16; ++i) g[i] = grid::round_to_grid_s(num::mul(fabsf(x[i]), inv_s));
 }
-__device__ __forceinline__ uint64_t pack_codes_s(const float (&g)[16]) {
+F46_HD uint64_t pack_codes_s(const float (&g)[16]) {
   return grid::pack_codes8_s(g) | (static_cast<uint64_t>(grid::pack_codes8_s(g + 8)) << 32);
 }
 
 // The reference path of one block of an error rule (N3): the scales and both errors by the
 // formulas of common/numerics.h, the tile tree, the choice and the codes. Uniform over a tile.
 template <QuantMode M, bool kTile>
-__device__ __forceinline__ BlockCodes reference_block_4over6(const float (&x)[16], float b,
+F46_HD BlockCodes reference_block_4over6(const float (&x)[16], float b,
                                                              const GlobalScale& g,
                                                              const ErrorConsts& c,
                                                              unsigned half_mask) {
@@ -193,7 +214,7 @@ __device__ __forceinline__ BlockCodes reference_block_4over6(const float (&x)[16
 
 // The scale byte of the rules without a 4/6 decision: all6, all4 (N3.1) or gradient (N4).
 template <QuantMode M>
-__device__ __forceinline__ uint8_t plain_scale(float b, const GlobalScale& g) {
+F46_HD uint8_t plain_scale(float b, const GlobalScale& g) {
   if constexpr (M == QuantMode::kGradient) {
     return scale_one(num::mul(b, num::mul(g.s_enc, 1.0f / 6.0f)));
   } else {
@@ -202,6 +223,7 @@ __device__ __forceinline__ uint8_t plain_scale(float b, const GlobalScale& g) {
   }
 }
 
+#if defined(__CUDACC__)  // device only
 // Quantize 16 values x (already RHT-transformed when enabled) with global amax `g.amax`.
 // kTile: the block is one row of a 16x16 tile held by the 16 lanes of this half-warp
 // (half_mask); the tile shares one scale (N1.4, N3.4). `sr_index`: element index of x[0] for
@@ -281,5 +303,7 @@ __device__ __forceinline__ BlockCodes quantize_block(const float (&x)[16], const
     return BlockCodes{mags | sign_nibbles(x), four ? s4 : s6};
   }
 }
+
+#endif  // __CUDACC__
 
 }  // namespace f46::cuda

@@ -41,11 +41,6 @@ __device__ __forceinline__ float global_amax_of_row(const float* amax, ScopeKind
   return g < num_groups ? amax[g] : 0.0f;
 }
 
-__device__ __forceinline__ ErrorConsts error_consts(float bound) {
-  const float denom = num::mul(6.0f, bound);
-  return ErrorConsts{bound, denom, num::div(1.0f, denom)};
-}
-
 // Fills tab[0..256) with scale_entry for the global amax `a` (every thread of the CTA calls it;
 // it ends with a barrier). Returns that amax's GlobalScale.
 __device__ __forceinline__ GlobalScale fill_scale_table(float2* tab, float a, const ErrorConsts& c,
