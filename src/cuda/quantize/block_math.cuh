@@ -76,9 +76,7 @@ F46_HD ErrorConsts error_consts(float bound) {
 }
 
 // RN(t / c.denom) for t = 0 or |t| in [2^-100, 2^120] (grid::div_by).
-F46_HD float div_denom(float t, const ErrorConsts& c) {
-  return grid::div_by(t, c.denom, c.rdenom);
-}
+F46_HD float div_denom(float t, const ErrorConsts& c) { return grid::div_by(t, c.denom, c.rdenom); }
 
 // |v| rounded to the E2M1 grid (N3.2, N5): min(|v|, 6) (NaN -> 6), then nearest-even.
 F46_HD float e2m1_round_abs(float v_abs) {
@@ -108,9 +106,8 @@ constexpr Rule rule_of() {
 
 // ---- the reference path (out of line) -----------------------------------------------------
 // Errors (N3.3) of both candidates of one row: x = err6, y = err4.
-static F46_HD_NOINLINE float2 reference_errors(const Block16 x, uint8_t s6, uint8_t s4,
-                                                       float s_dec, float amax, float bound,
-                                                       Rule rule) {
+static F46_HD_NOINLINE float2 reference_errors(const Block16 x, uint8_t s6, uint8_t s4, float s_dec,
+                                               float amax, float bound, Rule rule) {
   return make_float2(num::row_error(x.v, s6, s_dec, amax, bound, rule),
                      num::row_error(x.v, s4, s_dec, amax, bound, rule));
 }

@@ -42,9 +42,7 @@ F46_HD float max_nan(float a, float b) {  // NaN if either is NaN
   return std::fmax(a, b);  // max(+0, -0) may differ from the device's; no caller mixes them
 #endif
 }
-F46_HD bool error_fast_ok(float sf, float amax) {
-  return grid::error_fast_ok(sf, amax);
-}
+F46_HD bool error_fast_ok(float sf, float amax) { return grid::error_fast_ok(sf, amax); }
 // E4M3 bytes (N1.3) of lo and hi in one conversion (round to nearest even, saturating at 448):
 // bits 0..7 lo, 8..15 hi. For 0 <= lo, hi < 2^100 equal to num::e4m3_from_float(min(., 448)).
 // The host form: NaN -> 0x7F, else the sign bit and the magnitude rounded and saturated.
@@ -77,8 +75,7 @@ F46_HD uint8_t scale_one(float base) {
 
 // Per-scale-byte constants of a global amax: x = inv (N3.2), y = K = RN(RN(sf A) / (6 bound))
 // when C2 holds, NaN otherwise. The kernels tabulate them per CTA for its first row's amax.
-F46_HD float2 scale_entry(uint32_t s, const GlobalScale& g,
-                                              const ErrorConsts& c) {
+F46_HD float2 scale_entry(uint32_t s, const GlobalScale& g, const ErrorConsts& c) {
   const float sf = e4m3_value(static_cast<uint8_t>(s));
   const float inv = num::min_keep_nan(num::div(1.0f, num::mul(sf, g.s_dec)), num::kFltMax);
   const float k =
@@ -92,8 +89,7 @@ struct TableRef {
   const float2* entries;
   bool valid;
 };
-F46_HD float2 scale_lookup(TableRef tab, uint32_t s, const GlobalScale& g,
-                                               const ErrorConsts& c) {
+F46_HD float2 scale_lookup(TableRef tab, uint32_t s, const GlobalScale& g, const ErrorConsts& c) {
   return tab.valid ? tab.entries[s] : scale_entry(s, g, c);
 }
 
@@ -194,10 +190,8 @@ F46_HD uint64_t pack_codes_s(const float (&g)[16]) {
 // The reference path of one block of an error rule (N3): the scales and both errors by the
 // formulas of common/numerics.h, the tile tree, the choice and the codes. Uniform over a tile.
 template <QuantMode M, bool kTile>
-F46_HD BlockCodes reference_block_4over6(const float (&x)[16], float b,
-                                                             const GlobalScale& g,
-                                                             const ErrorConsts& c,
-                                                             unsigned half_mask) {
+F46_HD BlockCodes reference_block_4over6(const float (&x)[16], float b, const GlobalScale& g,
+                                         const ErrorConsts& c, unsigned half_mask) {
   const uint8_t s6 = num::scale_map6(b, g.s_enc), s4 = num::scale_map4(b, g.s_enc);
   Block16 xb;
 #pragma unroll
