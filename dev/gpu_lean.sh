@@ -6,7 +6,7 @@
 #   OUT=... [T_TESTS= T_BENCH= T_LAB= (0: no lab) LAB_ITERS= T_NCU= NCU_KERNELS= (needs the lab)
 #   T_SAN=] dev/gpu_lean.sh   (T_TESTS=0 / T_BENCH=0 / T_SAN=0: skip that step; the lab reads
 #   LAB_MAE_ONLY, LAB_ROWS_ONLY, LAB_NO_RC, LAB_PF_ONLY, LAB_TMA_ONLY, LAB_RC_ONLY, LAB_RC_GROUP_ONLY, LAB_T16_ONLY,
-#   LAB_T16_SRC). For lab
+#   LAB_T16_SRC; LAB_RUNS runs several of them, see below). For lab
 #   runs alone, building the lab here and running the binary on the device (dev/lean_lab.cu's
 #   header) saves the device the ~50 s compile; dev/ncu_lab.sh profiles one of its kernels.
 set -uo pipefail
@@ -35,13 +35,21 @@ if [ "${T_LAB:-120}" != 0 ]; then  # T_LAB=0: no lab
   nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,power.draw,temperature.gpu \
     --format=csv,noheader,nounits -lms 50 > "$OUT/clocks.csv" 2>/dev/null &
   SMI_PID=$!
-  timeout "${T_LAB:-120}" /tmp/lean_lab ${LAB_ITERS:-30} > "$OUT/lab.log" 2>&1
-  echo "lab rc=$?"
+  # LAB_RUNS: lab runs separated by ';', each a list of LAB_* settings (one run with the
+  # environment's LAB_* settings when unset), e.g. 'LAB_NO_RC=1 LAB_PF_ONLY=1;LAB_RC_GROUP_ONLY=1'.
+  : > "$OUT/lab.log"
+  IFS=';' read -r -a RUNS <<< "${LAB_RUNS:-}"
+  [ ${#RUNS[@]} -gt 0 ] || RUNS=("")
+  for RUN in "${RUNS[@]}"; do
+    echo "## lab run: ${RUN:-(environment)}" >> "$OUT/lab.log"
+    env $RUN timeout "${T_LAB:-120}" /tmp/lean_lab ${LAB_ITERS:-30} >> "$OUT/lab.log" 2>&1
+    echo "lab (${RUN:-environment}) rc=$?"
+  done
   kill "$SMI_PID" 2>/dev/null
   sort -t, -k1 -n "$OUT/clocks.csv" | awk -F, '$3 > 200 {c[n++] = $1} END {
     if (n) printf "SM clock while drawing > 200 W: min %d, median %d, max %d MHz (%d samples)\n",
       c[0], c[int(n / 2)], c[n - 1], n }'
-  grep -E "^\| |copy|equal" "$OUT/lab.log" | grep -v "^| variant\|^|---" | head -60
+  grep -E "^## lab|^\| |copy|equal" "$OUT/lab.log" | grep -v "^| variant\|^|---" | head -120
 fi
 if [ -n "${T_NCU:-}" ]; then  # Nsight Compute on lab kernels (first shape), in $OUT/ncu.tgz
   mkdir -p /tmp/ncu_out
