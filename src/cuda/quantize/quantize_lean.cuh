@@ -78,9 +78,15 @@ __device__ __forceinline__ uint4 load_x16(const uint4* p) {
                : "l"(p));
   return r;
 }
-// A hint to bring the 32 bytes at p into L2 (no registers, no wait; dev/lean_lab.cu only).
-__device__ __forceinline__ void prefetch_l2(const uint4* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+// kL2Ahead > 0 (dev/lean_lab.cu only): a hint to bring block b + kL2Ahead * stride of x into L2
+// (no registers, no wait); nothing for the library's kL2Ahead = 0.
+template <int kL2Ahead>
+__device__ __forceinline__ void prefetch_ahead(const uint4* src, uint32_t b, uint32_t stride,
+                                               uint32_t total) {
+  if constexpr (kL2Ahead > 0) {
+    const int64_t pf = int64_t{b} + int64_t{kL2Ahead} * stride;
+    if (pf < total) asm volatile("prefetch.global.L2 [%0];" ::"l"(src + 2 * pf));
+  }
 }
 
 // The kernel. Work: steps of kLeanThreads consecutive 1x16 blocks, thread t block t of each
@@ -190,19 +196,13 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   while (blk < total) {
     const uint32_t nb = blk + stride;  // < 2^32: total < 2^31 and stride < 2^31
     if (nb < total) b0 = load_x16(src + 2 * int64_t{nb}), b1 = load_x16(src + 2 * int64_t{nb} + 1);
-    if constexpr (kL2Ahead > 0) {
-      const int64_t pf = int64_t{nb} + int64_t{kL2Ahead} * stride;
-      if (pf < total) prefetch_l2(src + 2 * pf);
-    }
+    prefetch_ahead<kL2Ahead>(src, nb, stride, total);
     lean_store<M>(a0, a1, s_tab, gs, consts, codes, p.scales, blk);
     if (nb >= total) break;
     blk = nb + stride;
     if (blk < total)
       a0 = load_x16(src + 2 * int64_t{blk}), a1 = load_x16(src + 2 * int64_t{blk} + 1);
-    if constexpr (kL2Ahead > 0) {
-      const int64_t pf = int64_t{blk} + int64_t{kL2Ahead} * stride;
-      if (pf < total) prefetch_l2(src + 2 * pf);
-    }
+    prefetch_ahead<kL2Ahead>(src, blk, stride, total);
     lean_store<M>(b0, b1, s_tab, gs, consts, codes, p.scales, nb);
   }
 }
