@@ -1,9 +1,9 @@
 // The lean rowwise kernel: bf16 input, 1x16 blocks, rowwise output only, a per-tensor or
 // per-group global amax, x contiguous and 16-byte aligned, dense outputs, no RHT, round to
 // nearest (the training activations and weights). Same arithmetic and the same results as
-// quantize_rows_kernel (quantize_block.cuh), fewer instructions per block (Nsight Compute,
-// 2026-12-03: the general rows kernel spent as many instructions around a block's element work
-// as in it). The block function, lean_block, is in lean_block.cuh:
+// quantize_rows_kernel (quantize_block.cuh), fewer instructions per block (the general rows
+// kernel spends as many instructions around a block's element work as in it; docs/lab_log.md).
+// The block function, lean_block, is in lean_block.cuh:
 //   - one shared table entry per scale byte (LeanEntry) holds inv * 2^-6, K * 64, the bound's K
 //     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
 //     one 16-byte shared load and no per-block multiplies or condition chains;
@@ -93,8 +93,7 @@ __device__ __forceinline__ void prefetch_ahead(const uint4* src, uint32_t b, uin
 // step. Per tensor the CTAs take the steps round robin (CTA c: c, c + G, ...); per group each
 // CTA takes a contiguous range [c S / G, (c + 1) S / G), so its table's group changes rarely.
 // Each thread loads its block's 32 bytes straight into registers one step ahead (no shared
-// ring, no barrier in the loop): 1.17-1.19x the former cp.async-ring form on an H200
-// (2026-12-05, bench/RESULTS.md), its all6 mode at 0.79-0.92 of copy bandwidth.
+// ring, no barrier in the loop): 1.17-1.19x a cp.async ring on an H200 (docs/lab_log.md).
 template <QuantMode M>
 __global__ void __launch_bounds__(kLeanThreads, kLeanMinCtas)
     quantize_rows_lean_kernel(const QuantizeParams p) {

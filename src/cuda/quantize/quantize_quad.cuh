@@ -18,9 +18,8 @@
 //     the quad (quad_transpose: two shuffle rounds and byte permutes, ~1 instruction per element);
 //   - the rare tiles (not admitted by the fast path, or undecided) go to quad_slow, out of line,
 //     which reads its rows (and columns) again from x: no register array of the hot loop has its
-//     address taken, so nothing goes through local memory (a lab version that passed its arrays
-//     by reference spilled 160 bytes per lane and step and ran at 0.54-0.57 of copy instead of
-//     0.77-0.90 on an H100, bench/RESULTS.md 2026-12-05 night).
+//     address taken, so nothing goes through local memory (a form that passed them by reference
+//     kept them there and ran 1.4-1.6x slower; docs/lab_log.md).
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
 // .cpp: the bf16 per-tensor 16x16 cases without an own columnwise amax are dispatched here;
 // CudaQuantizeEdge.Tile16QuadTiles is written for it).
@@ -238,8 +237,8 @@ __device__ __noinline__ uint32_t quad_slow(const uint16_t* x0, int64_t x_stride,
 // kCol: the columnwise output of a run of kQuadRun tile rows of one strip is gathered per warp in
 // shared memory and then stored with the lanes of 8 columns x kQuadRun tile rows per instruction
 // (32 contiguous code bytes and 4 scale bytes per column), not 8 bytes per column and tile row:
-// the scattered form spent its time in the L1 store wavefronts (3.2x the rowwise-only time, an
-// H100 on 2026-12-05). Layout per warp: tile t, column i of the tile, tile row j of the run at
+// that scattered form spent its time in the L1 store wavefronts (3.2x the rowwise-only time on an
+// H100; docs/lab_log.md). Layout per warp: tile t, column i of the tile, tile row j of the run at
 // word t * 81 + 5 i + j of the codes (8 bytes each) and byte t * 68 + 4 i + j of the scales
 // (padded so that a quad's writes and the stores' reads fall in distinct banks).
 inline constexpr int kQuadTileWords = 16 * 5 + 1, kQuadTileScales = 16 * 4 + 4;

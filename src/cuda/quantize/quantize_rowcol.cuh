@@ -15,16 +15,13 @@
 //   columnwise: the 32-bit words of columns (2 lane, 2 lane + 1) in the 16 rows, split into the
 //               two columns' blocks by byte permutes. Their codes and scales are gathered in
 //               shared memory over the run and stored once per run: 32 contiguous code bytes
-//               and 4 scale bytes per column, two lanes per 32-byte sector. Storing 8 code bytes
-//               and a scale byte per column and unit instead (dev/lean_rowcol.cuh until
-//               2026-12-05) touched 32 lines per store instruction and ran at 0.21 of copy on an
-//               H200, below the tile kernel (bench/RESULTS.md), as the first columnwise form of
-//               the 16x16 kernel did (quantize_quad.cuh).
-// Group scope stays on the tile kernel: group forms of this kernel (one pair of scale tables per
-// warp, refilled whenever the group amax changed) measured 0.22-0.24 of copy on an H200 on one or
-// two of the bench's three shapes, whose groups do not align with the 64-row stacks, where the
-// tile kernel gives 0.33-0.35 (bench/RESULTS.md); a form with a slot of tables per unit position
-// is the lab kernel dev/lean_rowcol_group.cuh, not yet measured.
+//               and 4 scale bytes per column, two lanes per 32-byte sector (8 code bytes and a
+//               scale byte per column and unit touch 32 lines per store instruction and ran
+//               below the tile kernel; docs/lab_log.md).
+// Group scope, SR and RHT stay on the tile kernel: the group forms of this kernel measured slower
+// where the groups do not align with the 64-row stacks (per-warp tables refilled at each group
+// change), and SR/RHT blocks out of line slowed the common path (docs/lab_log.md). A form with a
+// slot of tables per unit position is the lab kernel dev/lean_rowcol_group.cuh, not yet measured.
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
 // .cpp: the bf16 per-tensor 1x16 row+col cases with cols % 64 == 0, round to nearest and no RHT
 // are dispatched here; CudaQuantizeEdge.RowColRuns and RowColRunsLarge are written for it).
