@@ -6,3 +6,4 @@
 #include "f46/grouped.h"
 #include "f46/quantize.h"
 #include "f46/tensor.h"
+#include "f46/version.h"
