@@ -1,8 +1,8 @@
 // Lab for the bf16 lean quantizers (dev/, not built by CMake): the lean rows kernels
-// (quantize_lean.cuh) and the table layouts and timing ceilings of dev/lean_table.cuh against the
+// (quantize_lean.cuh, with L2 prefetches) and the TMA ring of dev/lean_tma.cuh against the
 // general rows kernel, and the src lean row+col kernel (quantize_rowcol.cuh, at 4 / 5 / 3 CTAs),
-// the src quad kernel (run length and CTA variants) and the dev/ 16x16 kernels against the tile
-// kernel, in one process. Every variant's codes and scales are compared bytewise with its
+// its group form dev/lean_rowcol_group.cuh and the src quad kernel (run length and CTA variants)
+// against the tile kernel, in one process. Every variant's codes and scales are compared bytewise with its
 // reference's (which the CUDA test suite checks against the CPU reference), then timed like
 // bench/bench_quantize.cu (CUDA events, median, two rotating inputs larger than L2) against a
 // device copy measured in the same run.
@@ -13,9 +13,9 @@
 // tensor kernel with L2 prefetches, kL2Ahead), LAB_TMA_ONLY (the same and the TMA ring of
 // dev/lean_tma.cuh), LAB_RC_ONLY (row+col and 16x16), LAB_RC_GROUP_ONLY (row+col
 // with the bench's 128 groups: the tile kernel against dev/lean_rowcol_group.cuh), LAB_T16_ONLY
-// (16x16 only: the tile kernel against dev/lean_tile16.cuh, dev/lean_tile16_lanes.cuh and the
-// landed quad kernel; with LAB_T16_SRC only the two src kernels). The binary can be built here and
-// carried to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
+// (16x16 only: the tile kernel against the quad kernel). The lab kernels measured before
+// (table layouts, the 16x16 layouts) are in docs/lab_log.md and git history. The binary can be
+// built here and carried to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,9 +31,6 @@
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "lean_rowcol_group.cuh"
-#include "lean_table.cuh"
-#include "lean_tile16.cuh"
-#include "lean_tile16_lanes.cuh"
 #include "lean_tma.cuh"
 
 namespace {
@@ -102,23 +99,6 @@ std::vector<Variant> variants() {
   v.push_back({"TMA ring, 3 stages, 7 CTAs", [](const QuantizeParams& p) {
                  launch_blocks<kLeanThreads>(lean_tma_kernel<M, 3, 7>, p);
                }});
-  if (std::getenv("LAB_TMA_ONLY")) return v;
-  if constexpr (is_error_rule<M>()) {  // dev/lean_table.cuh
-    v.push_back({"AoS table (control)", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(lean_table_kernel<M, AosTable>, p);
-                 }});
-    v.push_back({"compact table, 6 CTAs", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(lean_table_kernel<M, CompactTable, 6>, p);
-                 }});
-    v.push_back({"ceiling: no slow path", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(lean_table_kernel<M, AosTable, 5, Ceiling::kNoSlow>,
-                                               p);
-                 }});
-    v.push_back({"ceiling: no table loads", [](const QuantizeParams& p) {
-                   launch_blocks<kLeanThreads>(lean_table_kernel<M, AosTable, 5, Ceiling::kNoTable>,
-                                               p);
-                 }});
-  }
   return v;
 }
 
@@ -384,42 +364,18 @@ int main(int argc, char** argv) {
     }
     if (!t16_only && !group_only) run_rc("MAE", QuantMode::kMAE, 256.0f);
     if (!group_only) run_rc("MAE", QuantMode::kMAE, 256.0f, true);  // 16x16 row+col
-    if (!group_only) {  // 16x16 MAE rowwise: the tile kernel (reference) against
-                        // dev/lean_tile16.cuh
+    if (!group_only) {  // 16x16 MAE rowwise: the tile kernel (reference) against the quad kernel
       std::vector<uint8_t> rc(n / 2), rs(n / 16);
-      const char* names16[] = {"tile kernel (reference)",     "lean 16x16 kernel (dev)",
-                               "lane-per-tile 16x16, 4 CTAs", "lane-per-tile 16x16, 5 CTAs",
-                               "lane-per-tile 16x16, 6 CTAs", "quad kernel (src, landed)"};
-      const bool t16_src = std::getenv("LAB_T16_SRC") != nullptr;  // the src kernels only
-      for (int k = 0; k < 6; ++k) {
-        if (t16_src && k != 0 && k != 5) continue;
+      const char* names16[] = {"tile kernel (reference)", "quad kernel (src)"};
+      for (int k = 0; k < 2; ++k) {
         auto launch = [&](int i) {
           QuantizeParams q = params(i, codes, scales);
           q.wide_rows = true;
-          if (k == 5) {  // src/cuda/quantize/quantize_quad.cuh
+          if (k == 1) {  // src/cuda/quantize/quantize_quad.cuh
             auto kernel = quantize_tile16_quad_kernel<QuantMode::kMAE, false>;
             const int64_t steps = R / 16 * ((C + kQuadCols - 1) / kQuadCols);
             const int grid = std::min<int64_t>((steps + kQuadWarps - 1) / kQuadWarps,
                                                resident(kernel, kLeanThreads));
-            kernel<<<grid, kLeanThreads>>>(q);
-            return;
-          }
-          if (k >= 2) {  // dev/lean_tile16_lanes.cuh
-            auto kernel = k == 2   ? tile16_lanes_kernel<QuantMode::kMAE, 4>
-                          : k == 3 ? tile16_lanes_kernel<QuantMode::kMAE, 5>
-                                   : tile16_lanes_kernel<QuantMode::kMAE, 6>;
-            const int64_t strips = R / 16 * ((C + kT16StripCols - 1) / kT16StripCols);
-            const int grid = std::min<int64_t>((strips + kT16Warps - 1) / kT16Warps,
-                                               resident(kernel, kLeanThreads));
-            kernel<<<grid, kLeanThreads>>>(q);
-            return;
-          }
-          if (k >= 1) {
-            auto kernel = quantize_tile16_lean_kernel<QuantMode::kMAE>;
-            const int64_t steps = R / 16 * (C / 32);
-            const int grid =
-                std::min<int64_t>((steps + kLeanThreads / 32 - 1) / (kLeanThreads / 32),
-                                  resident(kernel, kLeanThreads));
             kernel<<<grid, kLeanThreads>>>(q);
             return;
           }

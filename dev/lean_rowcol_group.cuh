@@ -3,7 +3,7 @@
 // run, written 2026-12-05 (commit 2153488, where it was part of the src kernel) and not yet
 // measured: no device was lent after it was written. The earlier group forms (one pair of tables
 // per warp, refilled at every group change) measured 0.22-0.24 of copy on an H200 on 16384x7168
-// against the tile kernel's 0.33 (bench/RESULTS.md). dev/lean_lab.cu compares this kernel
+// against the tile kernel's 0.33 (docs/lab_log.md). dev/lean_lab.cu compares this kernel
 // bytewise and in time with the tile kernel on the bench's 128 uneven groups
 // (LAB_RC_GROUP_ONLY=1). If it is faster, it goes back into the src kernel as its group scope.
 //

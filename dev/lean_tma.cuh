@@ -1,7 +1,7 @@
 // LAB KERNEL, not in the library (dev/lean_lab.cu). Measured 2026-12-05 (late session, H100,
 // bytewise equal to the src kernel): 2-5 % SLOWER than the register loads of the src kernel in
 // every configuration tried (4 or 6 stages at 5 CTAs, 4 stages at 6, 3 stages at 7), MAE 0.73-0.83
-// against 0.77 / 0.85 / 0.86 (bench/RESULTS.md): a deeper prefetch does not help the rowwise
+// against 0.77 / 0.85 / 0.86 (docs/lab_log.md): a deeper prefetch does not help the rowwise
 // kernel, whose limit is issue and arithmetic, not the wait on its loads.
 //
 // The lean tensor kernel

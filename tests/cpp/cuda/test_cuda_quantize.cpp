@@ -214,7 +214,7 @@ TEST(CudaQuantizeLarge, RowColWide) {
   }
 }
 
-// 16x16 rowwise in bf16 on a wide tensor (as dev/lean_tile16.cuh took it on the H200 2026-12-05):
+// 16x16 rowwise in bf16 on a wide tensor (written for a lean 16x16 lab kernel, docs/lab_log.md):
 // contiguous and padded rows of x, every rule, and group scope with uneven and empty groups,
 // rows past the last offset and a NaN group.
 TEST(CudaQuantizeLarge, Tile16Wide) {
