@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|test|sanitize|pytest|bench|layer|demo|all]...
+# summary last.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|bench|layer|profile|demo|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +32,14 @@ if has build; then
   grep -i "spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -5
 fi
 
+if has diag; then  # host toolchain facts behind host-side (CPU-form) test differences
+  { g++ --version | head -1; echo "CXXFLAGS=${CXXFLAGS:-} CFLAGS=${CFLAGS:-} LDFLAGS=${LDFLAGS:-}";
+    grep -m1 "CMAKE_BUILD_TYPE" "$B/CMakeCache.txt"; grep -o "avx512[a-z_0-9]*" /proc/cpuinfo | sort -u | tr '\n' ' '; echo;
+    ninja -C "$B" -t commands f46_tests | grep -m1 "test_cuda_lean_block" ; } > "$OUT/diag.txt" 2>&1
+  timeout 60 "$B/f46_tests" --gtest_brief=1 --gtest_filter='CudaLeanBlock.*' > "$OUT/lean_alone.log" 2>&1
+  note "CudaLeanBlock alone rc=$? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]' "$OUT/lean_alone.log" | tr '\n' ' ')"
+  cat "$OUT/diag.txt"
+fi
 if has test; then
   timeout 240 stdbuf -oL "$B/f46_tests" --gtest_brief=1 --gtest_filter="${F46_GTEST_FILTER:-*}" > "$OUT/ctest.log" 2>&1
   note "f46_tests rc=$? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/ctest.log" | tr '\n' ' ')"
@@ -64,6 +72,10 @@ if has layer; then
   note "bench_layer rc=$?"; cat "$OUT/bench_layer.log"
 fi
 
+if has profile; then
+  timeout ${F46_PROFILE_TIMEOUT:-300} python3 bench/profile_layer.py > "$OUT/profile_layer.log" 2>&1
+  note "profile_layer rc=$?"; grep -A14 "^####" "$OUT/profile_layer.log" | grep -v "^  " | head -120
+fi
 if has demo; then
   timeout ${F46_DEMO_TIMEOUT:-240} python3 -m f46.demo --device cuda --no-progress --out "$OUT/demo" ${F46_DEMO_ARGS:-} \
     > "$OUT/demo.log" 2>&1

@@ -1,0 +1,116 @@
+"""Where the SwiGLU grouped-experts layer's time goes (forward + backward), from a profiler trace.
+
+Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/profile_layer.py
+For each MoE shape of bench_layer.py and each f46 backward mode, torch.profiler records the
+CUDA kernels of F46_PROFILE_REPS layer steps (after warm-up); kernel time is summed per
+category (GEMM, quantize by kind, dequantize, amax, pad/unpad, elementwise/other) and printed
+per step next to the BF16 layer's step and its GEMM time (the floor). F46_PROFILE_TOP=n also
+prints the n largest kernels by name.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections import defaultdict
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import f46  # noqa: E402
+from bench_layer import MOE, bf16_layer, routing  # noqa: E402
+
+REPS = int(os.environ.get("F46_PROFILE_REPS", "3"))
+TOP = int(os.environ.get("F46_PROFILE_TOP", "12"))
+SHAPES = os.environ.get("F46_PROFILE_SHAPES", "")  # comma-separated names, default all
+
+# First match wins: (category, regex on the demangled kernel name).
+CATEGORIES = [
+    ("quantize lean rows", r"quantize_rows_lean|lean_tensor"),
+    ("quantize lean row+col", r"rowcol|rc_walk"),
+    ("quantize lean 16x16", r"quad"),
+    ("quantize tile", r"quantize_tile|tile_kernel"),
+    ("quantize other", r"quantiz"),
+    ("dequantize", r"dequant"),
+    ("amax", r"amax"),
+    ("pad/unpad", r"pad"),
+    ("gemm f46 epilogue", r"epilogue"),
+    ("gemm", r"gemm|cutlass|sm90|nvjet|Kernel2|cublas|wgmma|grouped_mm"),
+    ("copy", r"[Cc]opy|memcpy|Memcpy"),
+    ("elementwise/other", r".*"),
+]
+
+
+def category(name: str) -> str:
+    for cat, rx in CATEGORIES:
+        if re.search(rx, name):
+            return cat
+    return "elementwise/other"
+
+
+def kernel_times(fn) -> dict[str, float]:
+    """Per-kernel-name device time (ms per step) over REPS steps after two warm-up steps."""
+    for _ in range(2):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(REPS):
+            fn()
+        torch.cuda.synchronize()
+    out: dict[str, float] = defaultdict(float)
+    for ev in prof.events():
+        if ev.device_type == torch.autograd.DeviceType.CUDA:
+            out[ev.name] += ev.device_time / 1000.0 / REPS
+    return dict(out)
+
+
+def summarize(label: str, times: dict[str, float], bf16_ms: float, bf16_gemm: float) -> None:
+    cats: dict[str, float] = defaultdict(float)
+    for name, ms in times.items():
+        cats[category(name)] += ms
+    total = sum(cats.values())
+    print(f"\n#### {label}: {total:.2f} ms of kernels per step (BF16 layer {bf16_ms:.2f} ms, "
+          f"its GEMMs {bf16_gemm:.2f} ms = the floor)")
+    print("| category | ms | share |\n|---|---|---|")
+    for cat, ms in sorted(cats.items(), key=lambda kv: -kv[1]):
+        print(f"| {cat} | {ms:.2f} | {ms / total:.1%} |")
+    if TOP:
+        print(f"top {TOP} kernels:")
+        for name, ms in sorted(times.items(), key=lambda kv: -kv[1])[:TOP]:
+            print(f"  {ms:8.3f} ms  [{category(name)}]  {name[:150]}")
+
+
+def main() -> None:
+    gen = torch.Generator().manual_seed(0)
+    dev = torch.device("cuda")
+    want = {s for s in SHAPES.split(",") if s}
+    for name, e, t, d, f in MOE:
+        counts = routing(e, t, gen).to(dev)
+        if want and name not in want:
+            continue
+        offs = torch.cumsum(counts, 0).to(torch.int32)
+        x = (torch.randn(t, d, device=dev) * 0.5).to(torch.bfloat16).requires_grad_()
+        gy = torch.randn(t, d, device=dev).to(torch.bfloat16)
+        w1 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+        w3 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+        w2 = (torch.randn(e, d, f, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+        bt = kernel_times(lambda: bf16_layer(x, w1, w3, w2, offs).backward(gy))
+        bf16_ms = sum(bt.values())
+        bf16_gemm = sum(ms for n, ms in bt.items() if category(n) == "gemm")
+        label = f"{name} E{e} T{t} D{d} F{f}"
+        for mode in ("quantized", "dequantized"):
+            layer = f46.F46GroupedExperts.from_bf16(
+                w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
+            ).to(dev)
+            ft = kernel_times(lambda: layer(x, counts).backward(gy))
+            summarize(f"{label}, f46 4/6 {mode} bwd", ft, bf16_ms, bf16_gemm)
+            del layer
+        del x, gy, w1, w2, w3
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
