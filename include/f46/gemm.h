@@ -2,6 +2,8 @@
 // docs/numerics.md N10-N11. All GEMMs contract A (rows, K) with B (cols, K) over K.
 #pragma once
 
+#include <cstdint>
+
 #include "f46/quantize.h"
 #include "f46/tensor.h"
 
