@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .experts import autocast_dtype
 from .functional import grouped_mm, linear
 from .quantized import WeightCache
 from .recipe import Recipe
@@ -48,15 +49,24 @@ class F46Linear(nn.Module):
             nn.init.uniform_(self.bias, -bound, bound)
 
     @classmethod
-    def from_linear(cls, lin: nn.Linear, recipe: Optional[Recipe] = None) -> "F46Linear":
+    def from_linear(
+        cls, lin: nn.Linear, recipe: Optional[Recipe] = None, share_parameters: bool = False
+    ) -> "F46Linear":
+        """An F46Linear computing what `lin` computes: with lin's weight and bias copied, or,
+        with share_parameters=True, holding lin's own Parameter objects (ties, requires_grad
+        and optimizer state carry over)."""
         m = cls(
             lin.in_features,
             lin.out_features,
             lin.bias is not None,
             recipe,
-            device=lin.weight.device,
+            device="meta" if share_parameters else lin.weight.device,
             dtype=lin.weight.dtype,
         )
+        m.train(lin.training)
+        if share_parameters:
+            m.weight, m.bias = lin.weight, lin.bias
+            return m
         with torch.no_grad():
             m.weight.copy_(lin.weight)
             if lin.bias is not None:
@@ -73,6 +83,7 @@ class F46Linear(nn.Module):
         return not (torch.is_grad_enabled() and (self.weight.requires_grad or x.requires_grad))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.to(autocast_dtype(x))  # under autocast, compute (and return) as nn.Linear does
         if self._use_cache(x):
             return linear(x, self.quantized_weight(), self.bias, self.recipe)
         return linear(x, self.weight, self.bias, self.recipe)
@@ -118,15 +129,23 @@ class F46GroupedExperts(nn.Module):
             nn.init.trunc_normal_(w, mean=0.0, std=init_std)
 
     @classmethod
-    def from_bf16(cls, w1, w2, w3, recipe: Optional[Recipe] = None) -> "F46GroupedExperts":
-        """From existing expert weights w1/w3 (E, F, D) and w2 (E, D, F) (copied)."""
+    def from_bf16(
+        cls, w1, w2, w3, recipe: Optional[Recipe] = None, share_parameters: bool = False
+    ) -> "F46GroupedExperts":
+        """From existing expert weights w1/w3 (E, F, D) and w2 (E, D, F): copied, or, with
+        share_parameters=True (w1, w2, w3 nn.Parameters), held as the same Parameter objects."""
         e, f, d = w1.shape
         if tuple(w3.shape) != (e, f, d) or tuple(w2.shape) != (e, d, f):
             raise ValueError(
                 f"expert weights must be w1/w3 (E, F, D) and w2 (E, D, F), got "
                 f"w1 {tuple(w1.shape)}, w2 {tuple(w2.shape)}, w3 {tuple(w3.shape)}"
             )
-        m = cls(d, f, e, recipe, device=w1.device, dtype=w1.dtype)
+        if share_parameters and not all(isinstance(w, nn.Parameter) for w in (w1, w2, w3)):
+            raise ValueError("share_parameters=True needs w1, w2, w3 to be nn.Parameters")
+        m = cls(d, f, e, recipe, device="meta" if share_parameters else w1.device, dtype=w1.dtype)
+        if share_parameters:
+            m.w1, m.w2, m.w3 = w1, w2, w3
+            return m
         with torch.no_grad():
             m.w1.copy_(w1)
             m.w2.copy_(w2)
@@ -149,6 +168,7 @@ class F46GroupedExperts(nn.Module):
                 f"num_tokens_per_expert must have shape ({self.num_experts},), "
                 f"got {tuple(num_tokens_per_expert.shape)}"
             )
+        x = x.to(autocast_dtype(x))  # under autocast, compute as nn.Linear does
         offs = torch.cumsum(num_tokens_per_expert.to(x.device), dim=0).to(torch.int32)  # (E)
         r = self.recipe
         h1 = grouped_mm(x, self._weight("w1", x), offs, recipe=r)  # (T, F)

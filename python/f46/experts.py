@@ -1,0 +1,91 @@
+"""Routed experts on f46.grouped_mm: token grouping and the two-GEMM expert MLP that the
+transformers and torchtitan adapters (f46.integrations) share.
+
+Tokens routed to experts are grouped by a stable sort of their expert ids; the group ends
+(offsets) come from a searchsorted on device, so nothing here synchronises with the host.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence, Union
+
+import torch
+
+from .functional import grouped_mm
+from .recipe import Recipe
+
+
+def autocast_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype nn.Linear computes in for input x: the autocast dtype of x's device type when
+    autocast is on there, else x.dtype."""
+    dev = x.device.type
+    if torch.is_autocast_enabled(dev):
+        return torch.get_autocast_dtype(dev)
+    return x.dtype
+
+
+def matmul_shape_problem(n: int, k: int, recipe: Recipe, grouped: bool = False) -> Optional[str]:
+    """Why a weight (N, K) (per expert when grouped) cannot be an NVFP4 GEMM operand under
+    `recipe`, or None when it can (the checks of f46.linear / f46.grouped_mm, made up front)."""
+    if k % 16 != 0:
+        return f"in_features K={k} is not a multiple of 16 (NVFP4 1x16 blocks)"
+    if recipe.weight_block == 16 and n % 16 != 0:
+        return f"out_features N={n} is not a multiple of 16 (16x16 weight blocks)"
+    backward = recipe.grouped_backward() if grouped else recipe.dense_backward()
+    if backward == "quantized" and n % 16 != 0:
+        return f"out_features N={n} is not a multiple of 16 (quantized backward)"
+    return None
+
+
+def group_by_expert(expert_ids: torch.Tensor, num_experts: int):
+    """expert_ids (S) int -> (perm (S) int64 with expert_ids[perm] sorted, offsets (E) int32
+    cumulative group ends). Ids >= num_experts (expert-parallel sentinels) sort past the last
+    offset, where f46.grouped_mm writes zeros."""
+    ids_sorted, perm = torch.sort(expert_ids, stable=True)  # (S), (S)
+    experts = torch.arange(num_experts, device=expert_ids.device, dtype=ids_sorted.dtype)
+    offsets = torch.searchsorted(ids_sorted, experts, right=True).to(torch.int32)  # (E)
+    return perm, offsets
+
+
+def routed_mlp(
+    x: torch.Tensor,
+    top_k_index: torch.Tensor,
+    top_k_weights: torch.Tensor,
+    w_in: Union[torch.Tensor, Sequence[torch.Tensor]],
+    w_out: torch.Tensor,
+    activation: Callable[..., torch.Tensor],
+    recipe: Recipe,
+    b_in: Optional[torch.Tensor] = None,
+    b_out: Optional[torch.Tensor] = None,
+    post: Optional[Callable[[torch.Tensor], torch.Tensor]] = None,
+) -> torch.Tensor:
+    """sum over k of top_k_weights[t, k] * expert_{top_k_index[t, k]}(x[t]) on grouped NVFP4
+    GEMMs, where expert_e(v) = post(activation(*h) W_out[e]^T + b_out[e]) and h holds
+    v W[e]^T (+ b_in[e]) for each W of w_in.
+
+    x (T, D); top_k_index, top_k_weights (T, k); w_in: one (E, N_in, D) tensor (b_in (E, N_in)
+    or None), or several (e.g. separate gate and up weights, each its own quantization, no
+    b_in); w_out (E, D, F); activation maps the input GEMMs' (S, N_in) outputs to (S, F);
+    b_out (E, D) or None. Expert ids >= E (expert-parallel sentinels) contribute zero.
+    Returns (T, D) in x's dtype, as transformers' experts do; the GEMMs run in
+    autocast_dtype(x) as nn.Linear would. The per-token sum over k is taken in the promoted
+    dtype of the expert outputs and routing weights, as transformers does.
+    """
+    t, k = top_k_index.shape
+    ws = [w_in] if isinstance(w_in, torch.Tensor) else list(w_in)
+    if b_in is not None and len(ws) != 1:
+        raise ValueError("b_in needs a single input weight")
+    e = ws[0].shape[0]
+    dtype = autocast_dtype(x)
+    perm, offs = group_by_expert(top_k_index.reshape(-1), e)  # (S), (E), S = T * k
+    xs = x.to(dtype)[perm // k]  # (S, D), rows grouped by expert
+    hs = [grouped_mm(xs, w, offs, bias=b_in, recipe=recipe) for w in ws]  # (S, N_in) each
+    h = activation(*hs)  # (S, F)
+    y = grouped_mm(h.to(dtype), w_out, offs, bias=b_out, recipe=recipe)  # (S, D)
+    if post is not None:
+        y = post(y)
+    y = y * top_k_weights.reshape(-1)[perm].unsqueeze(-1)  # (S, D)
+    inv = torch.empty_like(perm)
+    inv[perm] = torch.arange(perm.shape[0], device=perm.device)
+    out = y[inv].view(t, k, -1).sum(dim=1)  # (T, D), slots summed in routing order
+    return out.to(x.dtype)
