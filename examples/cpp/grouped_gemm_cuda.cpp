@@ -4,9 +4,12 @@
 // The same calls on host memory run the CPU reference backend; the codes must match it
 // bitwise and the GEMM within the contract's 1e-5 (docs/numerics.md N10, N11).
 // Without a CUDA build of f46 or without a GPU it prints why and exits 0.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <initializer_list>
 #include <random>
 #include <vector>
 
