@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Idempotent environment setup: Debian build packages, .venv with the pinned Python packages
-# (requirements.txt), then builds and installs f46 (C++ core + torch extension + GoogleTest
-# binary) with `pip install --no-build-isolation .`. Rerunning rebuilds incrementally.
+# (requirements.txt, then the test-only requirements-test.txt), then builds and installs f46
+# (C++ core + torch extension + GoogleTest binary) with `pip install --no-build-isolation .`.
+# Rerunning rebuilds incrementally.
 #
 # Environment: F46_VENV (default <repo>/.venv), F46_BUILD_DIR (default build/release, also
-# read by scripts/test.sh), CMAKE_BUILD_PARALLEL_LEVEL (default 2), F46_SKIP_APT=1.
+# read by scripts/test.sh), CMAKE_BUILD_PARALLEL_LEVEL (default 2), F46_SKIP_APT=1,
+# F46_SKIP_TEST_DEPS=1 (leave out requirements-test.txt).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -49,6 +51,17 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
   log "pip install -r requirements.txt"
   "$PY" -m pip install -q -r requirements.txt
   echo "$want" >"$stamp"
+fi
+# Test-only dependencies (requirements-test.txt); F46_SKIP_TEST_DEPS=1 leaves them out (their
+# tests then skip). The stamp covers both files: the test pins resolve against the first.
+test_stamp="$VENV/.f46-requirements-test.sha256"
+test_want="$(cat requirements.txt requirements-test.txt | sha256sum | cut -d' ' -f1)"
+if [[ "${F46_SKIP_TEST_DEPS:-0}" != 1 ]] &&
+  [[ ! -f "$test_stamp" || "$(cat "$test_stamp")" != "$test_want" ]]; then
+  log "pip install -r requirements-test.txt"
+  "$PY" -m pip install -q -r requirements.txt -r requirements-test.txt
+  "$PY" -m pip check
+  echo "$test_want" >"$test_stamp"
 fi
 
 # ---- build and install f46 -------------------------------------------------------------------
