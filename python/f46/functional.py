@@ -350,6 +350,114 @@ def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recip
     return _cast(y, dtype)
 
 
+def _x_columnwise(a, offs, a_amax, recipe):
+    """Columnwise X for the K-grouped wgrad: groups padded to 16 tokens (N12) so no quantization
+    block straddles two groups (padded rows are zero). -> (codes_t (K, P/2), scales_t (K, P/16),
+    amax_t, padded offsets)."""
+    a16, poffs = ops.pad_token_groups(a, offs, 16)  # (P, K), (E)
+    amax_t = a_amax
+    if recipe.wgrad_rht:  # N7: the amax of an RHT operand is taken after the RHT
+        amax_t = ops.amax(a16, scope="group", offsets=poffs, rht_columns=True)
+    _, _, xct, xst = ops.quantize(
+        a16,
+        a_amax,
+        offsets=poffs,
+        scope="group",
+        rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound,
+        block=1,
+        rht_columnwise=recipe.wgrad_rht,
+        rowwise=False,
+        columnwise=True,
+        amax_columnwise=amax_t,
+    )
+    return xct, xst, amax_t, poffs
+
+
+def _dequantized_a(ac, as_, a_amax, scope, offs, recipe) -> torch.Tensor:
+    """(M, K) bf16 dequantization of the forward's quantized A."""
+    return ops.dequantize(
+        ac,
+        as_,
+        a_amax,
+        offsets=offs if scope == "group" else None,
+        scope=scope,
+        scale_bound=recipe.scale_bound,
+        dtype=torch.bfloat16,
+    )
+
+
+def _dequantized_b(wc, ws, w_amax, recipe) -> torch.Tensor:
+    """(E, N, K) bf16 dequantization of the forward's quantized grouped weight."""
+    qw = QuantizedWeight(
+        wc, ws, w_amax, None, None, recipe.scale_bound, recipe.weight_block, recipe.err_mode, True
+    )
+    return qw.dequantize(torch.bfloat16)
+
+
+def _grouped_backward_bf16(dy, a, b, offs, need_da, need_db, a_dtype, b_dtype):
+    """dA = dY B (M-grouped), dB = dY^T A (K-grouped), BF16 GEMMs on a and b."""
+    da = grouped_mm_m_bf16(dy, b, offs).to(a_dtype) if need_da else None  # (M, K)
+    db = grouped_mm_k_bf16(dy, a, offs).to(b_dtype) if need_db else None  # (E, N, K)
+    return da, db
+
+
+def _grouped_backward_quantized(dy, xt, wt, offs, recipe, sr_offset, need_da, need_db, dtypes):
+    """Standard NVFP4 gradients (N4) of an M-grouped GEMM: dA = dY x W columnwise, dB = dY
+    columnwise x X columnwise. xt = _x_columnwise's tuple, wt = (codes_t, scales_t, amax)."""
+    xct, xst, amax_t, poffs = xt
+    wct, wst, w_amax = wt
+    da = db = None
+    g_amax = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
+    if need_da:
+        gc, gs, _, _ = quantize_gradient(dy, g_amax, recipe, sr_offset, scope="group", offsets=offs)
+        da = ops.grouped_gemm_m(
+            gc,
+            gs,
+            g_amax,
+            wct,
+            wst,
+            w_amax,
+            offs,
+            a_scope="group",
+            b_scope="group",
+            a_bound=GRAD_SCALE_BOUND,
+            b_bound=recipe.scale_bound,
+            out_dtype=gemm_out_dtype(dtypes[0]),
+        ).to(dtypes[0])  # (M, K)
+    if need_db:
+        dy16, _ = ops.pad_token_groups(dy, offs, 16)  # (P, N), same padded offsets
+        g_amax_t = g_amax
+        if recipe.wgrad_rht:
+            g_amax_t = ops.amax(dy16, scope="group", offsets=poffs, rht_columns=True)
+        _, _, gct, gst = quantize_gradient(
+            dy16,
+            g_amax,
+            recipe,
+            sr_offset,
+            scope="group",
+            offsets=poffs,
+            rowwise=False,
+            columnwise=True,
+            amax_columnwise=g_amax_t,
+        )  # (N, P/2)
+        db = ops.grouped_gemm_k(
+            gct,
+            gst,
+            g_amax_t,
+            xct,
+            xst,
+            amax_t,
+            poffs,
+            a_scope="group",
+            b_scope="group",
+            a_bound=GRAD_SCALE_BOUND,
+            b_bound=recipe.scale_bound,
+            out_dtype=gemm_out_dtype(dtypes[1]),
+        ).to(dtypes[1])  # (E, N, K)
+    return da, db
+
+
 class _GroupedMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b, offs, bias, recipe, sr_offset, needs):
@@ -369,119 +477,33 @@ class _GroupedMM(torch.autograd.Function):
             ctx.save_for_backward(ac, as_, a_amax, qw.codes, qw.scales, qw.amax, offs)
         else:
             empty = a.new_empty(0, dtype=torch.uint8)
-            xct = xst = empty
-            amax_t, poffs = a_amax, offs
-            if need_db:
-                # Columnwise X for the K-grouped wgrad: groups padded to 16 tokens (N12) so no
-                # quantization block straddles two groups; padded rows are zero.
-                a16, poffs = ops.pad_token_groups(a, offs, 16)  # (P, K), (E)
-                if recipe.wgrad_rht:  # N7: the amax of an RHT operand is taken after the RHT
-                    amax_t = ops.amax(a16, scope="group", offsets=poffs, rht_columns=True)
-                _, _, xct, xst = ops.quantize(
-                    a16,
-                    a_amax,
-                    offsets=poffs,
-                    scope="group",
-                    rule=recipe.err_mode,
-                    scale_bound=recipe.scale_bound,
-                    block=1,
-                    rht_columnwise=recipe.wgrad_rht,
-                    rowwise=False,
-                    columnwise=True,
-                    amax_columnwise=amax_t,
-                )  # (K, P/2), (K, P/16)
+            xt = _x_columnwise(a, offs, a_amax, recipe) if need_db else (empty, empty, a_amax, offs)
             wct = qw.codes_t if qw.codes_t is not None else empty
             wst = qw.scales_t if qw.scales_t is not None else empty
-            ctx.save_for_backward(xct, xst, amax_t, poffs, wct, wst, qw.amax, offs)
+            ctx.save_for_backward(*xt, wct, wst, qw.amax, offs)
         return y
 
     @staticmethod
     def backward(ctx, dy):
         recipe, mode = ctx.recipe, ctx.mode
         need_da, need_db, need_bias = ctx.needs
-        da = db = dbias = None
+        dbias = None
         dy = dy.contiguous()  # (M, N)
-        if mode in ("high_precision", "dequantized"):
-            if mode == "high_precision":
-                a, b, offs = ctx.saved_tensors
-            else:
-                ac, as_, a_amax, wc, ws, w_amax, offs = ctx.saved_tensors
-                goffs = offs if ctx.scope == "group" else None
-                a = ops.dequantize(
-                    ac,
-                    as_,
-                    a_amax,
-                    offsets=goffs,
-                    scope=ctx.scope,
-                    scale_bound=recipe.scale_bound,
-                    dtype=torch.bfloat16,
-                )  # (M, K)
-                b = QuantizedWeight(
-                    wc,
-                    ws,
-                    w_amax,
-                    None,
-                    None,
-                    recipe.scale_bound,
-                    recipe.weight_block,
-                    recipe.err_mode,
-                    True,
-                ).dequantize(torch.bfloat16)  # (E, N, K)
-            if need_da:
-                da = grouped_mm_m_bf16(dy, b, offs).to(ctx.a_dtype)  # (M, K)
-            if need_db:
-                db = grouped_mm_k_bf16(dy, a, offs).to(ctx.b_dtype)  # (E, N, K)
+        dtypes = (ctx.a_dtype, ctx.b_dtype)
+        if mode == "high_precision":
+            a, b, offs = ctx.saved_tensors
+            da, db = _grouped_backward_bf16(dy, a, b, offs, need_da, need_db, *dtypes)
+        elif mode == "dequantized":
+            ac, as_, a_amax, wc, ws, w_amax, offs = ctx.saved_tensors
+            a = _dequantized_a(ac, as_, a_amax, ctx.scope, offs, recipe)  # (M, K)
+            b = _dequantized_b(wc, ws, w_amax, recipe)  # (E, N, K)
+            da, db = _grouped_backward_bf16(dy, a, b, offs, need_da, need_db, *dtypes)
         else:
-            xct, xst, amax_t, poffs, wct, wst, w_amax, offs = ctx.saved_tensors
-            g_amax = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
-            if need_da:
-                gc, gs, _, _ = quantize_gradient(
-                    dy, g_amax, recipe, ctx.sr_offset, scope="group", offsets=offs
-                )
-                da = ops.grouped_gemm_m(
-                    gc,
-                    gs,
-                    g_amax,
-                    wct,
-                    wst,
-                    w_amax,
-                    offs,
-                    a_scope="group",
-                    b_scope="group",
-                    a_bound=GRAD_SCALE_BOUND,
-                    b_bound=recipe.scale_bound,
-                    out_dtype=gemm_out_dtype(ctx.a_dtype),
-                ).to(ctx.a_dtype)  # (M, K)
-            if need_db:
-                dy16, _ = ops.pad_token_groups(dy, offs, 16)  # (P, N), same padded offsets
-                g_amax_t = g_amax
-                if recipe.wgrad_rht:
-                    g_amax_t = ops.amax(dy16, scope="group", offsets=poffs, rht_columns=True)
-                _, _, gct, gst = quantize_gradient(
-                    dy16,
-                    g_amax,
-                    recipe,
-                    ctx.sr_offset,
-                    scope="group",
-                    offsets=poffs,
-                    rowwise=False,
-                    columnwise=True,
-                    amax_columnwise=g_amax_t,
-                )  # (N, P/2)
-                db = ops.grouped_gemm_k(
-                    gct,
-                    gst,
-                    g_amax_t,
-                    xct,
-                    xst,
-                    amax_t,
-                    poffs,
-                    a_scope="group",
-                    b_scope="group",
-                    a_bound=GRAD_SCALE_BOUND,
-                    b_bound=recipe.scale_bound,
-                    out_dtype=gemm_out_dtype(ctx.b_dtype),
-                ).to(ctx.b_dtype)  # (E, N, K)
+            saved = ctx.saved_tensors
+            offs = saved[7]
+            da, db = _grouped_backward_quantized(
+                dy, saved[0:4], saved[4:7], offs, recipe, ctx.sr_offset, need_da, need_db, dtypes
+            )
         if need_bias:
             offs = ctx.saved_tensors[-1] if mode != "high_precision" else ctx.saved_tensors[2]
             dbias = _group_bias_grad(dy, offs, ctx.e).to(ctx.bias_dtype)
