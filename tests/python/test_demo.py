@@ -1,4 +1,5 @@
-"""The training demo (python -m f46.demo): a tiny run in all three modes."""
+"""The training demo (python -m f46.demo): the verdict rule on synthetic losses, the corpus
+split, and a tiny run over two seeds in all three modes."""
 
 from __future__ import annotations
 
@@ -9,116 +10,304 @@ import os
 import f46
 import pytest
 import torch
+from f46.demo import data as demo_data
+from f46.demo import stats
 from f46.demo import train as demo
 from f46.demo.data import VOCAB_SIZE, BatchSampler, load_corpus
 from f46.demo.model import ModelConfig, MoELM
+from f46.demo.report import format_report
 
 STEPS = 16
+SEEDS = [0, 1]
 
 
+# ---- the verdict rule (f46.demo.stats) ---------------------------------------------------
+def test_t975_table():
+    assert stats.t975(1) == pytest.approx(12.706)
+    assert stats.t975(2) == pytest.approx(4.303)
+    assert stats.t975(30) == pytest.approx(2.042)
+    assert stats.t975(31) == pytest.approx(2.040, abs=2e-3)
+    assert stats.t975(1000) == pytest.approx(1.962, abs=2e-3)
+    assert all(stats.t975(d) > stats.t975(d + 1) for d in range(1, 60))
+    with pytest.raises(ValueError):
+        stats.t975(0)
+
+
+def test_sample_mean_and_interval():
+    s = stats.Sample.of([1.0, 2.0, 3.0])
+    assert (s.n, s.mean, s.sd, s.min, s.max) == (3, 2.0, 1.0, 1.0, 3.0)
+    assert s.se == pytest.approx(1 / math.sqrt(3))
+    assert s.ci == pytest.approx(4.303 / math.sqrt(3))
+    one = stats.Sample.of([0.5])
+    assert one.mean == 0.5 and math.isnan(one.ci) and not one.excludes_zero()
+
+
+def test_sample_interval_decides():
+    assert not stats.Sample.of([1.0, 2.0, 3.0]).excludes_zero()  # 2 < 2.484
+    assert stats.Sample.of([1.9, 2.0, 2.1]).excludes_zero()
+    assert not stats.Sample.of([-0.1, 0.2, 0.0, -0.05]).excludes_zero()
+
+
+def _losses(gap, gain, noise_gap, noise_gain, n=4):
+    """Synthetic per-seed final losses: bf16 varies by seed, nvfp4 = bf16 + gap + noise,
+    4/6 = nvfp4 - gain - noise (deterministic +/- noise patterns)."""
+    pat = [1.0, -1.0, 0.5, -0.5, 0.0, 1.0, -1.0][:n]
+    pat2 = [0.5, 1.0, -1.0, -0.5, 0.0, -1.0, 1.0][:n]
+    bf16 = [2.0 + 0.03 * p for p in pat2]
+    nv = [b + gap + noise_gap * p for b, p in zip(bf16, pat)]
+    fs = [v - gain - noise_gain * p for v, p in zip(nv, pat2)]
+    return bf16, nv, fs
+
+
+def test_verdict_clearly_better():
+    v = stats.verdict(*_losses(gap=0.05, gain=0.02, noise_gap=0.002, noise_gain=0.002))
+    assert v.kind == "closes"
+    assert v.closed == pytest.approx(0.4, abs=0.03)
+    assert 0 < v.closed_ci < 0.2
+    assert v.text.startswith("4/6 closes 40% of NVFP4's gap to BF16 (4 seeds, +/- ")
+    assert v.gap.mean == pytest.approx(0.05) and v.gain.mean == pytest.approx(0.02)
+
+
+def test_verdict_clearly_worse():
+    v = stats.verdict(*_losses(gap=0.05, gain=-0.03, noise_gap=0.002, noise_gain=0.002))
+    assert v.kind == "widens"
+    assert v.closed == pytest.approx(-0.6, abs=0.03)
+    assert v.text.startswith("4/6 widens NVFP4's gap to BF16 by 60% (4 seeds")
+
+
+def test_verdict_indistinguishable():
+    v = stats.verdict(*_losses(gap=0.05, gain=0.004, noise_gap=0.002, noise_gain=0.01))
+    assert v.kind == "indistinguishable"
+    assert v.text.startswith("not distinguishable at this scale")
+    assert "95% t-interval includes 0" in v.text
+
+
+def test_verdict_no_gap_to_close():
+    # 4/6 "recovers" a lot, but NVFP4 itself is not measurably worse than BF16.
+    v = stats.verdict(*_losses(gap=0.002, gain=0.01, noise_gap=0.01, noise_gain=0.0001))
+    assert v.kind == "no_gap"
+    assert v.text.startswith("not distinguishable at this scale")
+    v = stats.verdict(*_losses(gap=-0.05, gain=0.01, noise_gap=0.001, noise_gain=0.001))
+    assert v.kind == "no_gap"  # NVFP4 clearly better than BF16: nothing to close either
+
+
+def test_verdict_one_seed_and_bad_input():
+    v = stats.verdict([2.0], [2.1], [2.05])
+    assert v.kind == "one_seed" and v.n == 1
+    assert v.closed == pytest.approx(0.5) and math.isnan(v.closed_ci)
+    with pytest.raises(ValueError):
+        stats.verdict([2.0, 2.1], [2.1], [2.0])
+    with pytest.raises(ValueError):
+        stats.verdict([], [], [])
+
+
+def test_closed_fraction_delta_method():
+    # gain exactly proportional to gap in every seed: the fraction is known without error.
+    gap = [0.04, 0.05, 0.06, 0.03]
+    r, ci = stats.closed_fraction(gap, [0.25 * g for g in gap])
+    assert r == pytest.approx(0.25) and ci == pytest.approx(0.0, abs=1e-9)
+    # independent noise in the gain widens the interval.
+    r, ci = stats.closed_fraction(gap, [0.01, 0.02, 0.0125, 0.01])
+    assert r == pytest.approx(0.0525 / 0.18) and ci > 0.1
+
+
+# ---- corpus ------------------------------------------------------------------------------
+def test_corpus_split_by_file(tmp_path, monkeypatch):
+    for i in range(200):
+        (tmp_path / f"mod_{i:03d}.py").write_text(f"# file {i:03d}\n" + "x = 1\n" * 50)
+    (tmp_path / "notes.txt").write_text("not python")
+    monkeypatch.setattr(demo_data, "source_roots", lambda: [("t", str(tmp_path))])
+    c = demo_data.python_corpus(max_bytes=1 << 30)
+    assert c["files"]["train"] + c["files"]["val"] == 200
+    assert 2 <= c["files"]["val"] <= 25  # ~5% of 200
+    for i in range(200):
+        marker = f"# file {i:03d}\n".encode()
+        assert (marker in c["train"]) != (marker in c["val"]), i  # each file in one split
+    assert b"not python" not in c["train"] + c["val"]
+    again = demo_data.python_corpus(max_bytes=1 << 30)
+    assert again["train"] == c["train"] and again["val"] == c["val"]  # deterministic
+    small = demo_data.python_corpus(max_bytes=20_000)
+    assert 20_000 <= len(small["train"]) + len(small["val"]) < 25_000
+
+
+def test_default_corpus_is_installed_python_source():
+    c = load_corpus(max_bytes=2 << 20)
+    assert c["num_bytes"] >= 2 << 20 and len(c["val"]) > 10_000
+    assert c["files"]["train"] > 10 and c["files"]["val"] > 0
+    assert b"def " in bytes(c["train"][:200_000].tolist())
+
+
+# ---- one tiny run over two seeds ---------------------------------------------------------
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = str(tmp_path_factory.mktemp("demo"))
-    cfg = demo.PRESETS["tiny"]
-    cfg = demo.dataclasses.replace(cfg, steps=STEPS)
-    doc = demo.run(cfg, list(demo.MODES), torch.device("cpu"), seed=0, out_dir=out, progress=False)
-    return out, doc
+    cfg = demo.PRESETS["tiny"].with_steps(STEPS)
+    logged, seen_after = [], []
+
+    def log(s):
+        logged.append(s)
+        if s.startswith("after seed"):  # results.json is rewritten before this line
+            with open(os.path.join(out, "results.json")) as f:
+                seen_after.append(json.load(f)["seeds"])
+
+    doc = demo.run(
+        cfg, list(demo.MODES), torch.device("cpu"), out, seeds=SEEDS, bars=False, log=log
+    )
+    return out, doc, logged, seen_after
 
 
-def test_all_modes_train_and_losses_decrease(tiny_run):
-    _, doc = tiny_run
-    assert list(doc["modes"]) == ["bf16", "nvfp4", "nvfp4-4/6"]
-    for mode, r in doc["modes"].items():
-        losses = r["train_loss"]
-        assert len(losses) == STEPS
-        assert all(math.isfinite(v) for v in losses), (mode, losses)
-        first, last = sum(losses[:4]) / 4, sum(losses[-4:]) / 4
-        assert last < first - 0.5, (mode, first, last)
-        # Initial loss is near uniform over bytes; training must beat it clearly.
-        assert abs(losses[0] - math.log(VOCAB_SIZE)) < 0.5, (mode, losses[0])
-        vals = [v for _, v in r["val_loss"]]
-        assert vals and all(math.isfinite(v) for v in vals)
-        assert vals[-1] < math.log(VOCAB_SIZE) - 1.0, (mode, vals)
-        assert r["wall_time_s"] > 0
+def test_all_modes_and_seeds_train(tiny_run):
+    _, doc, _, _ = tiny_run
+    assert doc["seeds"] == SEEDS and doc["stopped_early"] is None
+    assert list(doc["runs"]) == ["bf16", "nvfp4", "nvfp4-4/6"]
+    for mode, rs in doc["runs"].items():
+        assert [r["seed"] for r in rs] == SEEDS
+        for r in rs:
+            losses = r["train_loss"]
+            assert len(losses) == STEPS and all(math.isfinite(v) for v in losses), mode
+            first, last = sum(losses[:4]) / 4, sum(losses[-4:]) / 4
+            assert last < first - 0.5, (mode, first, last)
+            assert abs(losses[0] - math.log(VOCAB_SIZE)) < 0.5, (mode, losses[0])
+            assert r["final_val_loss"] < math.log(VOCAB_SIZE) - 1.0
+            assert r["val_loss"][-1][0] == STEPS
+            assert r["tokens_per_s"] > 0 and r["timed_steps"] == STEPS - 2
+        # Seeds differ: different init and batches give different curves.
+        assert rs[0]["train_loss"] != rs[1]["train_loss"]
 
 
 def test_nvfp4_modes_use_f46_modules(tiny_run):
-    _, doc = tiny_run
+    _, doc, _, _ = tiny_run
     cfg = demo.PRESETS["tiny"].model
-    assert doc["modes"]["bf16"]["f46_modules"] == {"F46Linear": 0, "F46GroupedExperts": 0}
+    assert doc["runs"]["bf16"][0]["f46_modules"] == {"F46Linear": 0, "F46GroupedExperts": 0}
     for mode in ("nvfp4", "nvfp4-4/6"):
-        n = doc["modes"][mode]["f46_modules"]
-        # qkv + proj per layer; one grouped-experts module per layer (router/head stay BF16).
+        n = doc["runs"][mode][0]["f46_modules"]
         assert n == {"F46Linear": 2 * cfg.num_layers, "F46GroupedExperts": cfg.num_layers}
-    # Quantization changes the numbers: the NVFP4 runs do not reproduce the BF16 losses, and
-    # the two recipes differ from each other.
-    bf16 = doc["modes"]["bf16"]["train_loss"]
-    nv = doc["modes"]["nvfp4"]["train_loss"]
-    fs = doc["modes"]["nvfp4-4/6"]["train_loss"]
-    assert bf16 != nv and nv != fs
-    assert doc["modes"]["nvfp4"]["recipe"]["err_mode"] == "all6"
-    assert doc["modes"]["nvfp4-4/6"]["recipe"]["err_mode"] == "mae"
+    bf16, nv, fs = (doc["runs"][m][0]["train_loss"] for m in ("bf16", "nvfp4", "nvfp4-4/6"))
+    assert bf16 != nv and nv != fs  # quantization changes the numbers, the recipes differ
+    # Same init and first batch: the first-step losses agree to the quantization error.
+    assert abs(bf16[0] - nv[0]) < 0.05 and abs(nv[0] - fs[0]) < 0.05
+    assert doc["runs"]["nvfp4"][0]["recipe"]["err_mode"] == "all6"
+    assert doc["runs"]["nvfp4-4/6"][0]["recipe"]["err_mode"] == "mae"
+
+
+def test_summary_and_verdict_from_the_seeds(tiny_run):
+    _, doc, _, _ = tiny_run
+    summ = doc["summary"]
+    assert summ["n_seeds"] == 2
+    val = {m: [r["final_val_loss"] for r in doc["runs"][m]] for m in doc["runs"]}
+    d = summ["modes"]["nvfp4"]["val_minus_bf16"]
+    diffs = [a - b for a, b in zip(val["nvfp4"], val["bf16"])]
+    assert d["mean"] == pytest.approx(sum(diffs) / 2)
+    assert d["min"] == pytest.approx(min(diffs)) and d["max"] == pytest.approx(max(diffs))
+    assert d["ci"] == pytest.approx(12.706 * abs(diffs[0] - diffs[1]) / 2)
+    v = summ["verdict"]
+    expected = stats.verdict(val["bf16"], val["nvfp4"], val["nvfp4-4/6"])
+    assert v["kind"] == expected.kind and v["text"] == expected.text and v["n"] == 2
+    report = format_report(doc)
+    assert report.splitlines()[-1] == "verdict: " + v["text"]
+    assert "blocks.0.moe.experts.w1" in report and "tokens/s" in report
+    assert "+/-" in report and "2 seed(s)" in report
 
 
 def test_quant_error_reported_per_layer(tiny_run):
-    _, doc = tiny_run
-    assert doc["modes"]["bf16"]["quant_error"] is None
+    _, doc, _, _ = tiny_run
+    assert doc["runs"]["bf16"][0]["quant_error"] is None
     for mode in ("nvfp4", "nvfp4-4/6"):
-        qe = doc["modes"][mode]["quant_error"]
-        names = set(qe)
-        assert "blocks.0.attn.qkv" in names and "blocks.0.moe.experts.w2" in names
-        for layer, v in qe.items():
-            for kind in ("weight", "input"):
-                # NVFP4 relative MSE of Gaussian-like data is ~1e-2; 0 or >0.1 means a bug.
-                assert 1e-4 < v[kind] < 0.1, (mode, layer, kind, v[kind])
-    table = demo.format_table(doc)
-    assert "nvfp4-4/6" in table and "blocks.0.moe.experts.w1" in table
+        for r in doc["runs"][mode]:
+            qe = r["quant_error"]
+            assert "blocks.0.attn.qkv" in qe and "blocks.0.moe.experts.w2" in qe
+            for layer, v in qe.items():
+                for kind in ("weight", "input"):
+                    # NVFP4 relative MSE of Gaussian-like data is ~1e-2; 0 or >0.1: a bug.
+                    assert 1e-4 < v[kind] < 0.1, (mode, layer, kind, v[kind])
+        mean = doc["summary"]["modes"][mode]["quant_error"]["blocks.0.attn.qkv"]["input"]
+        per_seed = [r["quant_error"]["blocks.0.attn.qkv"]["input"] for r in doc["runs"][mode]]
+        assert mean == pytest.approx(sum(per_seed) / 2)
 
 
-def test_outputs_written(tiny_run):
-    out, doc = tiny_run
+def test_outputs_written_per_seed(tiny_run):
+    out, doc, logged, seen_after = tiny_run
+    assert seen_after == [[0], [0, 1]]  # results.json rewritten after every seed
+    assert any(s.startswith("  seed 1 nvfp4-4/6 step    16/16") for s in logged), logged
     png = os.path.join(out, "loss_curves.png")
     with open(png, "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     assert os.path.getsize(png) > 10_000
+
+    def no_nan(c):
+        raise ValueError(f"non-JSON constant {c}")
+
     with open(os.path.join(out, "results.json")) as f:
-        saved = json.load(f)
-    assert saved["modes"]["nvfp4"]["final_val_loss"] == doc["modes"]["nvfp4"]["final_val_loss"]
+        saved = json.load(f, parse_constant=no_nan)
+    assert saved["runs"]["nvfp4"][1]["final_val_loss"] == doc["runs"]["nvfp4"][1]["final_val_loss"]
     assert saved["config"]["steps"] == STEPS
+    assert saved["summary"]["verdict"]["text"] == doc["summary"]["verdict"]["text"]
+
+
+def test_time_budget_calibrates_and_stops_early(tmp_path):
+    """The GPU preset's path on the CPU: calibration picks the steps, and a seed that would
+    not finish within the budget does not start."""
+    cfg = demo.PRESETS["tiny"]
+    logged = []
+    doc = demo.run(
+        cfg,
+        ["bf16", "nvfp4"],
+        torch.device("cpu"),
+        str(tmp_path),
+        seeds=[0, 1, 2],
+        bars=False,
+        log=logged.append,
+        time_budget_s=0.01,
+    )
+    cal = doc["calibration"]
+    assert set(cal["step_s"]) == {"bf16", "nvfp4"} and all(v > 0 for v in cal["step_s"].values())
+    assert cal["steps"] == cfg.evals == doc["config"]["steps"]  # the floor: nothing fits
+    assert doc["seeds"] == [0] and "time budget" in doc["stopped_early"]
+    assert any(s.startswith("calibrated:") for s in logged)
+    cfg2, cal2 = demo.calibrate(
+        cfg, ["bf16"], load_corpus(max_bytes=1 << 20), torch.device("cpu"), 1e6
+    )
+    assert cal2["steps"] == cfg.steps == cfg2.steps  # everything fits: the preset's cap
+
+
+def test_same_seed_same_data_and_init():
+    corpus = load_corpus(max_bytes=1 << 20)
+    a = BatchSampler(corpus["train"], 4, 32, seed=3)
+    b = BatchSampler(corpus["train"], 4, 32, seed=3)
+    c = BatchSampler(corpus["train"], 4, 32, seed=4)
+    for _ in range(3):
+        xa, ya = a.next()
+        xb, yb = b.next()
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)
+        assert torch.equal(xa[:, 1:], ya[:, :-1])  # targets are inputs shifted by one
+        assert not torch.equal(xa, c.next()[0])
+    cfg = demo.PRESETS["tiny"]
+    m1 = demo.build_model("bf16", cfg, torch.device("cpu"), seed=5)
+    m2 = demo.build_model("nvfp4-4/6", cfg, torch.device("cpu"), seed=5)
+    m3 = demo.build_model("bf16", cfg, torch.device("cpu"), seed=6)
+    w1, w3 = dict(m1.named_parameters()), dict(m3.named_parameters())
+    for name, p in m2.named_parameters():
+        assert torch.equal(p, w1[name]), name
+    assert not torch.equal(w1["tok_emb.weight"], w3["tok_emb.weight"])
 
 
 def test_activation_error_zero_on_grid_and_positive_off_grid():
     """The error measurement itself: E2M1 grid values whose blocks all reach 6 quantize
     exactly under plain NVFP4 (bound 448: decode scale 1), random data does not."""
+    from f46.demo.quant_error import activation_error, weight_error
+
     g = torch.Generator().manual_seed(1)
     grid = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
     x = grid[torch.randint(0, 8, (32, 64), generator=g)]
     x = x * torch.where(torch.rand(32, 64, generator=g) < 0.5, -1.0, 1.0)
     x.view(32, 4, 16)[:, :, 0] = 6.0  # every 1x16 block has amax 6
     recipe = f46.Recipe.nvfp4()
-    assert demo.activation_error(x, recipe) == 0.0
+    assert activation_error(x, recipe) == 0.0
     y = torch.randn(32, 64, generator=g)
-    assert demo.activation_error(y, recipe) > 1e-3
+    assert activation_error(y, recipe) > 1e-3
     offs = torch.tensor([8, 8, 32], dtype=torch.int32)  # per-group amax path, empty group
-    assert demo.activation_error(x, recipe, offs) == 0.0
-    assert demo.weight_error(torch.randn(32, 64, generator=g), recipe) > 1e-3
-
-
-def test_same_seed_same_data_and_init():
-    corpus = load_corpus()
-    a = BatchSampler(corpus["train"], 4, 32, seed=3)
-    b = BatchSampler(corpus["train"], 4, 32, seed=3)
-    for _ in range(3):
-        xa, ya = a.next()
-        xb, yb = b.next()
-        assert torch.equal(xa, xb) and torch.equal(ya, yb)
-        assert torch.equal(xa[:, 1:], ya[:, :-1])  # targets are inputs shifted by one
-    cfg = demo.PRESETS["tiny"]
-    m1 = demo.build_model("bf16", cfg, torch.device("cpu"), seed=5)
-    m2 = demo.build_model("nvfp4", cfg, torch.device("cpu"), seed=5)
-    w1 = dict(m1.named_parameters())
-    for name, p in m2.named_parameters():
-        assert torch.equal(p, w1[name]), name
+    assert activation_error(x, recipe, offs) == 0.0
+    assert weight_error(torch.randn(32, 64, generator=g), recipe) > 1e-3
 
 
 def test_grouped_experts_match_dense_loop():
@@ -146,24 +335,16 @@ def test_grouped_experts_match_dense_loop():
 
 
 def test_cli_main(tmp_path, capsys):
-    doc = demo.main(
-        [
-            "--preset",
-            "tiny",
-            "--steps",
-            "2",
-            "--modes",
-            "nvfp4",
-            "--out",
-            str(tmp_path),
-            "--no-progress",
-            "--device",
-            "cpu",
-        ]
-    )
-    assert list(doc["modes"]) == ["nvfp4"]
+    args = ["--preset", "tiny", "--steps", "3", "--seeds", "2", "--out", str(tmp_path)]
+    doc = demo.main(args + ["--no-progress", "--device", "cpu"])
+    assert doc["seeds"] == [0, 1] and doc["config"]["steps"] == 3
     printed = capsys.readouterr().out
-    assert "final train" in printed and "nvfp4" in printed
+    assert "final val" in printed and "tokens/s" in printed and "\nverdict: " in printed
     assert os.path.exists(tmp_path / "loss_curves.png")
+    doc = demo.main(["--preset", "tiny", "--steps", "2", "--seeds", "1", "--seed", "7",
+                     "--modes", "nvfp4", "--out", str(tmp_path), "--no-progress"])  # fmt: skip
+    assert doc["seeds"] == [7] and doc["summary"]["verdict"] is None
     with pytest.raises(SystemExit):
         demo.main(["--modes", "fp8", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        demo.main(["--seeds", "0", "--out", str(tmp_path)])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .stats import Sample
+
 
 def smooth(values: list, window: int) -> list:
     """Trailing moving average (window clipped at the start)."""
@@ -14,10 +16,17 @@ def smooth(values: list, window: int) -> list:
     return out
 
 
-def plot_loss_curves(results: dict, path: str, title: str = "") -> str:
-    """Left: train (smoothed, solid) and validation (markers, dashed) loss per mode. Right:
-    each quantized mode's smoothed train loss minus the BF16 one (when bf16 was run).
-    Writes a PNG at path and returns path."""
+def _mean_curve(curves: list) -> list:
+    n = min(len(c) for c in curves)
+    return [sum(c[i] for c in curves) / len(curves) for i in range(n)]
+
+
+def plot_loss_curves(doc: dict, path: str, title: str = "") -> str:
+    """Left: train loss (moving average) of every seed (faint) and their mean (solid), and the
+    mean validation loss (dashed, markers). Right, when BF16 ran: each quantized mode's
+    validation loss minus BF16's at every evaluation, per seed (faint) and the mean with its
+    95% t-interval over seeds (band), and the per-seed smoothed train-loss difference (dotted
+    mean). Writes a PNG at path and returns path."""
     try:
         import matplotlib
     except ImportError as e:
@@ -28,45 +37,69 @@ def plot_loss_curves(results: dict, path: str, title: str = "") -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ref = results.get("bf16")
-    others = [m for m in results if m != "bf16"]
+    runs = {m: rs for m, rs in doc["runs"].items() if rs}
+    n = min(len(rs) for rs in runs.values())
+    runs = {m: rs[:n] for m, rs in runs.items()}
+    ref = runs.get("bf16")
+    others = [m for m in runs if m != "bf16"]
     two = ref is not None and bool(others)
     fig, axes = plt.subplots(1, 2 if two else 1, figsize=(13 if two else 8, 5), dpi=120)
     ax = axes[0] if two else axes
-    colors = {mode: f"C{i}" for i, mode in enumerate(results)}
-    window = max(1, max(len(r["train_loss"]) for r in results.values()) // 30)
-    for mode, r in results.items():
-        train = r["train_loss"]
-        steps = range(1, len(train) + 1)
-        label = f"{mode} train (moving avg {window})"
-        ax.plot(steps, smooth(train, window), color=colors[mode], lw=1.5, label=label)
-        if r["val_loss"]:
-            vsteps, vals = zip(*r["val_loss"])
-            ax.plot(
-                vsteps, vals, color=colors[mode], ls="--", marker="o", ms=3, label=f"{mode} val"
-            )
+    colors = {mode: f"C{i}" for i, mode in enumerate(runs)}
+    window = max(1, max(len(r["train_loss"]) for rs in runs.values() for r in rs) // 30)
+    for mode, rs in runs.items():
+        curves = [smooth(r["train_loss"], window) for r in rs]
+        for c in curves if n > 1 else []:
+            ax.plot(range(1, len(c) + 1), c, color=colors[mode], lw=0.6, alpha=0.3)
+        mean = _mean_curve(curves)
+        ax.plot(range(1, len(mean) + 1), mean, color=colors[mode], lw=1.6, label=f"{mode} train")
+        vsteps = [s for s, _ in rs[0]["val_loss"]]
+        vmean = _mean_curve([[v for _, v in r["val_loss"]] for r in rs])
+        ax.plot(vsteps, vmean, color=colors[mode], ls="--", marker="o", ms=3, label=f"{mode} val")
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats / byte)")
-    ax.set_title(title or "MoE LM: BF16 vs NVFP4 vs NVFP4 Four Over Six")
+    ax.set_title(
+        title
+        or f"MoE LM: BF16 vs NVFP4 vs NVFP4 4/6, {n} seed{'s' if n > 1 else ''} "
+        f"(train: moving avg {window}, faint: per seed)"
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     if two:
         ax = axes[1]
-        base = smooth(ref["train_loss"], window)
         for mode in others:
-            cur = smooth(results[mode]["train_loss"], window)
-            n = min(len(cur), len(base))
-            ax.plot(
-                range(1, n + 1),
-                [c - b for c, b in zip(cur[:n], base[:n])],
-                color=colors[mode],
-                lw=1.5,
-                label=f"{mode} - bf16",
-            )
+            rs = runs[mode]
+            vsteps = [s for s, _ in rs[0]["val_loss"]]
+            diffs = [  # per seed: val(mode) - val(bf16) at every evaluation
+                [v - b for (_, v), (_, b) in zip(r["val_loss"], base["val_loss"])]
+                for r, base in zip(rs, ref)
+            ]
+            for d in diffs if n > 1 else []:
+                ax.plot(vsteps, d, color=colors[mode], lw=0.6, alpha=0.3, marker=".", ms=2)
+            samples = [Sample.of([d[i] for d in diffs]) for i in range(len(vsteps))]
+            mean = [s.mean for s in samples]
+            ax.plot(vsteps, mean, color=colors[mode], lw=1.8, marker="o", ms=3,
+                    label=f"{mode} - bf16, val")  # fmt: skip
+            if n > 1:
+                lo = [s.mean - s.ci for s in samples]
+                hi = [s.mean + s.ci for s in samples]
+                ax.fill_between(vsteps, lo, hi, color=colors[mode], alpha=0.15, lw=0)
+            train = [  # mean over seeds of the smoothed train-loss difference
+                sum(col) / n
+                for col in zip(
+                    *(
+                        smooth([a - b for a, b in zip(r["train_loss"], base["train_loss"])], window)
+                        for r, base in zip(rs, ref)
+                    )
+                )
+            ]
+            ax.plot(range(1, len(train) + 1), train, color=colors[mode], lw=0.9, ls=":",
+                    label=f"{mode} - bf16, train (moving avg {window})")  # fmt: skip
         ax.axhline(0.0, color="k", lw=0.8)
         ax.set_xlabel("step")
-        ax.set_ylabel(f"train loss minus BF16 (moving avg {window})")
-        ax.set_title("difference to BF16 (one seed: includes run-to-run noise)")
+        ax.set_ylabel("loss minus BF16 (nats / byte)")
+        band = "band: 95% t-interval over seeds, faint: per seed" if n > 1 else "one seed"
+        ax.set_title(f"difference to BF16, same init and batches per seed ({band})", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()

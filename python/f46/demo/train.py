@@ -1,11 +1,17 @@
-"""Train the MoE LM in BF16, NVFP4 (all-6) and NVFP4 Four Over Six, same seed and batches.
+"""Train the MoE LM in BF16, NVFP4 (all-6) and NVFP4 Four Over Six over several seeds.
 
-    python -m f46.demo [--device cpu|cuda|auto] [--preset tiny|small|large] [--steps N]
-                       [--modes bf16,nvfp4,nvfp4-4/6] [--out DIR] [--seed S] [--corpus PATH]
+    python -m f46.demo [--device cpu|cuda|auto] [--preset tiny|small|large] [--seeds N]
+                       [--steps N] [--time-budget S] [--modes bf16,nvfp4,nvfp4-4/6]
+                       [--out DIR] [--corpus PATH]
 
 Every mode runs under BF16 autocast; the NVFP4 modes first convert the attention projections
 and the grouped experts with f46.convert_model (router, embeddings, norms and head stay high
-precision). Writes OUT/loss_curves.png and OUT/results.json and prints a summary table.
+precision). Within a seed every mode starts from the same weights and sees the same batches;
+seeds run one after another (all modes of seed 0, then seed 1, ...), and after each seed
+OUT/results.json and OUT/loss_curves.png are rewritten and the verdict so far is printed
+(f46.demo.stats states the rule). With a time budget (the `large` GPU preset has one) the
+steps per run are calibrated after a warm-up of every mode so that all seeds fit, and no seed
+starts that would not finish in time.
 """
 
 from __future__ import annotations
@@ -22,27 +28,52 @@ from collections.abc import Callable
 
 import torch
 
-from .. import F46GroupedExperts, F46Linear, Recipe, convert_model, ops, quantize_weight
-from .data import BatchSampler, fixed_batches, load_corpus
+from .. import F46GroupedExperts, F46Linear, Recipe, convert_model
+from .data import DEFAULT_MAX_BYTES, BatchSampler, fixed_batches, load_corpus
 from .model import HIGH_PRECISION, ModelConfig, MoELM
 from .plot import plot_loss_curves
+from .quant_error import quantization_errors
+from .report import format_report, progress_bar, summarize
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     model: ModelConfig
     batch: int
-    steps: int
+    steps: int  # per run; with time_budget_s, the most the calibration may choose
     lr: float
-    eval_every: int
-    eval_batches: int
-    warmup: int
+    evals: int  # validation evaluations per run (the last at the final step)
+    eval_batches: int  # batches of each evaluation during training
+    final_eval_batches: int  # batches of the final evaluation (the verdict's loss)
+    warmup: int  # learning-rate warmup steps
+    seeds: int = 3
+    time_budget_s: float | None = None  # whole run from start-up, calibrates `steps`
+    corpus_bytes: int = DEFAULT_MAX_BYTES
+    timing_skip: int = 10  # first steps of a run left out of tokens/s
     weight_decay: float = 0.1
     grad_clip: float = 1.0
 
+    def __post_init__(self):
+        if not 1 <= self.eval_batches <= self.final_eval_batches:
+            raise ValueError(
+                f"need 1 <= eval_batches ({self.eval_batches}) <= final_eval_batches "
+                f"({self.final_eval_batches})"
+            )
+
+    @property
+    def eval_every(self) -> int:
+        return max(1, math.ceil(self.steps / self.evals))
+
+    def with_steps(self, steps: int) -> TrainConfig:
+        """The same schedule shape over `steps` steps (warmup scaled with it)."""
+        if steps < 1:
+            raise ValueError(f"steps must be >= 1, got {steps}")
+        warmup = max(1, round(self.warmup * steps / self.steps))
+        return dataclasses.replace(self, steps=steps, warmup=min(warmup, steps))
+
 
 PRESETS = {
-    # For tests: seconds per mode.
+    # For tests: seconds per run.
     "tiny": TrainConfig(
         ModelConfig(
             seq_len=32, dim=64, num_layers=1, num_heads=2, num_experts=4, top_k=2, ffn_dim=64
@@ -50,35 +81,49 @@ PRESETS = {
         batch=4,
         steps=16,
         lr=4e-3,
-        eval_every=8,
+        evals=2,
         eval_batches=2,
+        final_eval_batches=2,
         warmup=2,
+        seeds=2,
+        corpus_bytes=1 << 20,
+        timing_skip=2,
     ),
-    # CPU default: all three modes in a few minutes on 2 cores.
+    # CPU default: 3 modes x 4 seeds in a few minutes on 2 cores.
     "small": TrainConfig(
         ModelConfig(
             seq_len=64, dim=128, num_layers=2, num_heads=4, num_experts=4, top_k=2, ffn_dim=256
         ),
         batch=8,
-        steps=150,
+        steps=120,
         lr=3e-3,
-        eval_every=25,
+        evals=4,
         eval_batches=4,
-        warmup=15,
+        final_eval_batches=16,
+        warmup=12,
+        seeds=4,
     ),
-    # GPU default.
+    # GPU default: 3 seeds x 3 modes, steps calibrated to fit the budget on the device
+    # (start-up included) under scripts/gpu_check.sh's 540 s timeout.
     "large": TrainConfig(
         ModelConfig(
-            seq_len=256, dim=512, num_layers=4, num_heads=8, num_experts=8, top_k=2, ffn_dim=1024
+            seq_len=512, dim=512, num_layers=6, num_heads=8, num_experts=8, top_k=2, ffn_dim=1024
         ),
         batch=32,
-        steps=600,
+        steps=3000,
         lr=1.5e-3,
-        eval_every=50,
+        evals=8,
         eval_batches=8,
-        warmup=60,
+        final_eval_batches=32,
+        warmup=300,
+        seeds=3,
+        time_budget_s=450.0,
+        corpus_bytes=160 << 20,
+        timing_skip=20,
     ),
 }
+
+VAL_SEED = 10_000  # the validation batches: the same for every mode and seed
 
 MODES: dict[str, Callable[[], Recipe] | None] = {
     "bf16": None,
@@ -120,294 +165,270 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Opti
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
 
 
+def train_step(model: MoELM, opt, x, y, lr: float, cfg: TrainConfig) -> torch.Tensor:
+    """One optimizer step; returns the LM loss (detached, not synchronized)."""
+    for g in opt.param_groups:
+        g["lr"] = lr
+    with torch.autocast(x.device.type, dtype=torch.bfloat16):
+        lm, total = model.loss(x, y)
+    opt.zero_grad(set_to_none=True)
+    total.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    return lm.detach()
+
+
 @torch.no_grad()
-def evaluate(model: MoELM, batches: list, device: torch.device) -> float:
+def evaluate(model: MoELM, batches: list) -> float:
     model.eval()
-    total = 0.0
+    losses = []
     for x, y in batches:
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            lm, _ = model.loss(x.to(device), y.to(device))
-        total += lm.item()
+        with torch.autocast(x.device.type, dtype=torch.bfloat16):
+            lm, _ = model.loss(x, y)
+        losses.append(lm)
     model.train()
-    return total / len(batches)
+    return torch.stack(losses).mean().item()
 
 
-# ---- quantization error (N8 dequantize of the N3 quantization, the mode's recipe) --------
-def _rel_mse(ref: torch.Tensor, deq: torch.Tensor) -> float:
-    ref, deq = ref.double(), deq.double()
-    den = ref.pow(2).sum().item()
-    return (deq - ref).pow(2).sum().item() / den if den > 0 else 0.0
+def _sync(device: torch.device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
 
 
-def weight_error(w: torch.Tensor, recipe: Recipe) -> float:
-    """Relative MSE of the f46-quantized weight (recipe's blocks, per-tensor/expert amax)."""
-    qw = quantize_weight(w.detach(), recipe)
-    return _rel_mse(w, qw.dequantize(torch.float32))
-
-
-def activation_error(x: torch.Tensor, recipe: Recipe, offsets: torch.Tensor | None = None):
-    """Relative MSE of the f46-quantized activation x (R, K), 1x16 blocks, per-tensor amax
-    (per-group amax over the token groups `offsets` for the grouped experts)."""
-    x = x.detach().contiguous()
-    scope = "group" if offsets is not None else "tensor"
-    amax = ops.amax(x, scope=scope, offsets=offsets)
-    codes, scales, _, _ = ops.quantize(
-        x,
-        amax,
-        offsets=offsets,
-        scope=scope,
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=1,
-    )
-    deq = ops.dequantize(
-        codes,
-        scales,
-        amax,
-        offsets=offsets,
-        scope=scope,
-        scale_bound=recipe.scale_bound,
-        dtype=torch.float32,
-    )
-    return _rel_mse(x, deq)
-
-
-@torch.no_grad()
-def quantization_errors(model: MoELM, batch, device: torch.device) -> dict:
-    """{layer name: {"weight": rel MSE, "input": rel MSE}} for every f46 module, measured on
-    the activations that reach it on one validation batch. Expert w2's input is the SwiGLU
-    hidden state recomputed in FP32 from the captured expert input."""
-    captured = {}
-    hooks = []
-    for name, m in model.named_modules():
-        if isinstance(m, (F46Linear, F46GroupedExperts)):
-
-            def hook(mod, args, name=name):
-                captured[name] = tuple(a.detach() for a in args)
-
-            hooks.append(m.register_forward_pre_hook(hook))
-    model.eval()
-    try:
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            model(batch[0].to(device))
-    finally:
-        for h in hooks:
-            h.remove()
-        model.train()
-    out = {}
-    for name, m in model.named_modules():
-        if name not in captured:
-            continue
-        if isinstance(m, F46Linear):
-            x = captured[name][0]
-            out[name] = {
-                "weight": weight_error(m.weight, m.recipe),
-                "input": activation_error(x.reshape(-1, x.shape[-1]), m.recipe),
-            }
-            continue
-        x, counts = captured[name]  # (T, D) sorted by expert, (E)
-        offs = torch.cumsum(counts.to(x.device), 0).to(torch.int32)
-        xf = x.float()
-        h = torch.cat(
-            [  # (T, F) fp32 SwiGLU hidden, the input of w2
-                torch.nn.functional.silu(xe @ m.w1[e].float().t()) * (xe @ m.w3[e].float().t())
-                for e, xe in enumerate(torch.split(xf, counts.tolist()))
-            ]
-        )
-        for w in ("w1", "w3"):
-            out[f"{name}.{w}"] = {
-                "weight": weight_error(getattr(m, w), m.recipe),
-                "input": activation_error(x, m.recipe, offs),
-            }
-        out[f"{name}.w2"] = {
-            "weight": weight_error(m.w2, m.recipe),
-            "input": activation_error(h, m.recipe, offs),
-        }
-    return out
-
-
-# ---- progress ----------------------------------------------------------------------------
-class _TextBar:
-    """Minimal progress bar when tqdm is not installed."""
-
-    def __init__(self, total: int, desc: str):
-        self.total, self.desc, self.n, self.post = total, desc, 0, ""
-        self.t0 = time.time()
-
-    def update(self, k: int = 1):
-        self.n += k
-        if self.n == self.total or self.n % max(1, self.total // 20) == 0:
-            filled = int(30 * self.n / self.total)
-            rate = self.n / max(time.time() - self.t0, 1e-9)
-            print(
-                f"\r{self.desc} [{'#' * filled}{'.' * (30 - filled)}] {self.n}/{self.total} "
-                f"{rate:.1f} it/s {self.post}",
-                end="",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    def set_postfix_str(self, s: str):
-        self.post = s
-
-    def close(self):
-        print(file=sys.stderr)
-
-
-def _progress(total: int, desc: str, enabled: bool):
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-
-        return tqdm(total=total, desc=desc, dynamic_ncols=True, leave=True)
-    except ImportError:
-        return _TextBar(total, desc)
-
-
-# ---- one mode ----------------------------------------------------------------------------
+# ---- one run -----------------------------------------------------------------------------
 def train_mode(
     mode: str,
     cfg: TrainConfig,
     corpus: dict,
     device: torch.device,
     seed: int,
-    progress: bool = True,
+    bars: bool = True,
+    log: Callable[[str], None] | None = None,
 ) -> dict:
+    """Trains one mode from seed `seed`. Returns losses, tokens/s and the quantization error.
+    tokens/s counts the training steps after the first cfg.timing_skip (warm-up), evaluation
+    time excluded."""
     model = build_model(mode, cfg, device, seed)
     opt = make_optimizer(model, cfg)
-    sampler = BatchSampler(corpus["train"], cfg.batch, cfg.model.seq_len, seed)
-    val = fixed_batches(corpus["val"], cfg.batch, cfg.model.seq_len, cfg.eval_batches, seed + 1)
-    train_loss, val_loss = [], []
-    bar = _progress(cfg.steps, f"{mode:>9}", progress)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    t0 = time.time()
+    sampler = BatchSampler(corpus["train"], cfg.batch, cfg.model.seq_len, seed, device)
+    val = fixed_batches(
+        corpus["val"], cfg.batch, cfg.model.seq_len, cfg.final_eval_batches, VAL_SEED, device
+    )
+    train_loss, pending, val_loss = [], [], []
+    skip = min(cfg.timing_skip, cfg.steps - 1)
+    bar = progress_bar(cfg.steps, f"seed {seed} {mode:>9}", bars)
+    _sync(device)
+    t0 = time.perf_counter()
+    timed_s, tick = 0.0, None
     for step in range(cfg.steps):
-        for g in opt.param_groups:
-            g["lr"] = lr_at(step, cfg)
+        if step == skip:
+            _sync(device)
+            tick = time.perf_counter()
         x, y = sampler.next()
-        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-        with torch.autocast(device.type, dtype=torch.bfloat16):
-            lm, total = model.loss(x, y)
-        opt.zero_grad(set_to_none=True)
-        total.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        train_loss.append(lm.item())
-        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
-            val_loss.append((step + 1, evaluate(model, val, device)))
-        if bar is not None:
-            last_val = f" val {val_loss[-1][1]:.3f}" if val_loss else ""
-            bar.set_postfix_str(f"loss {train_loss[-1]:.3f}{last_val}")
-            bar.update(1)
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    wall = time.time() - t0
+        pending.append(train_step(model, opt, x, y, lr_at(step, cfg), cfg))
+        last = step + 1 == cfg.steps
+        if (step + 1) % cfg.eval_every == 0 or last or bar is not None:
+            if tick is not None:
+                _sync(device)
+                timed_s += time.perf_counter() - tick
+            train_loss += torch.stack(pending).float().tolist()
+            pending = []
+            if (step + 1) % cfg.eval_every == 0 or last:
+                n = cfg.final_eval_batches if last else cfg.eval_batches
+                val_loss.append((step + 1, evaluate(model, val[:n])))
+                if log is not None and bar is None:
+                    log(
+                        f"  seed {seed} {mode:<9} step {step + 1:>5}/{cfg.steps}  "
+                        f"train {train_loss[-1]:.4f}  val {val_loss[-1][1]:.4f}  "
+                        f"{time.perf_counter() - t0:6.1f} s"
+                    )
+            if bar is not None:
+                last_val = f" val {val_loss[-1][1]:.3f}" if val_loss else ""
+                bar.set_postfix_str(f"loss {train_loss[-1]:.3f}{last_val}")
+                bar.update(1)
+            if tick is not None:
+                tick = time.perf_counter()
+    _sync(device)
+    wall = time.perf_counter() - t0
     if bar is not None:
         bar.close()
     tail = max(1, min(10, cfg.steps // 10))
-    result = {
+    timed_steps = cfg.steps - skip
+    return {
+        "seed": seed,
         "train_loss": train_loss,
         "val_loss": val_loss,
         "final_train_loss": sum(train_loss[-tail:]) / tail,
         "final_train_loss_window": tail,
         "final_val_loss": val_loss[-1][1],
         "wall_time_s": wall,
+        "timed_steps": timed_steps,
+        "tokens_per_s": timed_steps * cfg.batch * cfg.model.seq_len / max(timed_s, 1e-9),
         "f46_modules": count_f46_modules(model),
         "recipe": None if MODES[mode] is None else dataclasses.asdict(MODES[mode]()),
-        "quant_error": None,
+        "quant_error": (
+            None if MODES[mode] is None else quantization_errors(model, val[0], device)
+        ),
     }
-    if MODES[mode] is not None:
-        result["quant_error"] = quantization_errors(model, val[0], device)
-    return result
+
+
+# ---- calibration -------------------------------------------------------------------------
+def calibrate(
+    cfg: TrainConfig, modes: list, corpus: dict, device: torch.device, budget_s: float
+) -> tuple[TrainConfig, dict]:
+    """Warms every mode up (kernels, allocator, autotuning) on a throw-away model, measures its
+    step and evaluation time, and returns cfg with the most steps (at most cfg.steps) for
+    which cfg.seeds seeds of every mode fit in budget_s (with a 15% margin)."""
+    step_s, eval_s = {}, {}
+    for mode in modes:
+        model = build_model(mode, cfg, device, seed=999_999)
+        opt = make_optimizer(model, cfg)
+        sampler = BatchSampler(corpus["train"], cfg.batch, cfg.model.seq_len, 999_999, device)
+        val = fixed_batches(
+            corpus["val"], cfg.batch, cfg.model.seq_len, cfg.eval_batches, 999_999, device
+        )
+        for i in range(4):
+            train_step(model, opt, *sampler.next(), cfg.lr * (i + 1) / 4, cfg)
+        evaluate(model, val[:1])
+        _sync(device)
+        t = time.perf_counter()
+        k = 8
+        for _ in range(k):
+            train_step(model, opt, *sampler.next(), cfg.lr, cfg)
+        _sync(device)
+        step_s[mode] = (time.perf_counter() - t) / k
+        t = time.perf_counter()
+        evaluate(model, val)
+        eval_s[mode] = (time.perf_counter() - t) / len(val)  # per batch
+        del model, opt
+    per_step = sum(step_s.values())  # one step of every mode
+    per_eval_batch = sum(eval_s.values())
+    # A run: steps, (evals - 1) evaluations of eval_batches, the final one, the error table.
+    fixed = (
+        per_eval_batch * ((cfg.evals - 1) * cfg.eval_batches + cfg.final_eval_batches + 4)
+        + 2 * per_step
+    )
+    per_seed_budget = 0.85 * budget_s / cfg.seeds
+    steps = int((per_seed_budget - fixed) / per_step)
+    steps = max(cfg.evals, min(cfg.steps, steps // 10 * 10))
+    info = {
+        "budget_s": budget_s,
+        "step_s": step_s,
+        "eval_batch_s": eval_s,
+        "steps": steps,
+        "projected_s": cfg.seeds * (fixed + steps * per_step),
+    }
+    return cfg.with_steps(steps), info
+
+
+# ---- all seeds ---------------------------------------------------------------------------
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return platform.processor() or platform.machine()
 
 
 def run(
     cfg: TrainConfig,
     modes: list,
     device: torch.device,
-    seed: int,
     out_dir: str,
+    seeds: list | None = None,
     corpus_path: str | None = None,
-    progress: bool = True,
+    bars: bool = True,
+    log: Callable[[str], None] | None = print,
+    time_budget_s: float | None = None,
+    start_time: float | None = None,
 ) -> dict:
-    """Trains every mode, writes OUT/loss_curves.png and OUT/results.json, returns results."""
+    """Trains every mode for every seed (seed-major), rewriting OUT/results.json and
+    OUT/loss_curves.png after each finished seed; returns the results document."""
     for m in modes:
         if m not in MODES:
             raise ValueError(f"unknown mode {m!r}; choose from {list(MODES)}")
+    start = time.perf_counter() if start_time is None else start_time
+    log = log or (lambda s: None)
+    seeds = list(range(cfg.seeds)) if seeds is None else list(seeds)
+    if not seeds:
+        raise ValueError("run needs at least one seed")
     os.makedirs(out_dir, exist_ok=True)
-    corpus = load_corpus(corpus_path)
-    results = {}
-    for m in modes:
-        r = results[m] = train_mode(m, cfg, corpus, device, seed, progress)
-        if progress:
-            print(
-                f"{m}: final train {r['final_train_loss']:.4f}, val {r['final_val_loss']:.4f}, "
-                f"{r['wall_time_s']:.1f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-    png = plot_loss_curves(results, os.path.join(out_dir, "loss_curves.png"))
+    corpus = load_corpus(corpus_path, cfg.corpus_bytes)
+    corpus.update(train=corpus["train"].to(device), val=corpus["val"].to(device))
+    log(
+        f"corpus: {corpus['num_bytes'] / 1e6:.1f} MB (train {len(corpus['train']) / 1e6:.1f} MB"
+        f", val {len(corpus['val']) / 1e6:.1f} MB"
+        + (
+            f", files {corpus['files']['train']}/{corpus['files']['val']}"
+            if corpus["files"]
+            else ""
+        )
+        + f") in {time.perf_counter() - start:.1f} s"
+    )
+    calibration = None
+    if time_budget_s is not None:
+        cfg = dataclasses.replace(cfg, seeds=len(seeds))
+        remaining = time_budget_s - (time.perf_counter() - start)
+        cfg, calibration = calibrate(cfg, modes, corpus, device, remaining)
+        log(
+            "calibrated: "
+            + ", ".join(f"{m} {1e3 * s:.1f} ms/step" for m, s in calibration["step_s"].items())
+            + f"; {cfg.steps} steps per run, projected {calibration['projected_s']:.0f} s for "
+            f"{len(seeds)} seeds (budget {time_budget_s:.0f} s from start-up)"
+        )
+    tokens_per_run = cfg.steps * cfg.batch * cfg.model.seq_len
     doc = {
         "config": dataclasses.asdict(cfg),
         "device": str(device),
-        "device_name": (
-            torch.cuda.get_device_name(device)
-            if device.type == "cuda"
-            else platform.processor() or platform.machine()
-        ),
+        "device_name": _device_name(device),
         "threads": torch.get_num_threads(),
         "torch": torch.__version__,
-        "seed": seed,
-        "corpus": {"source": corpus["source"], "bytes": corpus["num_bytes"]},
-        "modes": results,
-        "loss_curves": png,
+        "seeds": [],
+        "tokens_per_run": tokens_per_run,
+        "epochs_per_run": tokens_per_run / len(corpus["train"]),
+        "corpus": {
+            "source": corpus["source"],
+            "bytes": corpus["num_bytes"],
+            "train_bytes": len(corpus["train"]),
+            "val_bytes": len(corpus["val"]),
+            "files": corpus["files"],
+        },
+        "calibration": calibration,
+        "stopped_early": None,
+        "runs": {m: [] for m in modes},
+        "summary": None,
+        "loss_curves": None,
     }
-    with open(os.path.join(out_dir, "results.json"), "w") as f:
-        json.dump(doc, f, indent=1)
+    seed_s = 0.0
+    for k, seed in enumerate(seeds):
+        elapsed = time.perf_counter() - start
+        if time_budget_s is not None and k > 0 and elapsed + seed_s > time_budget_s:
+            doc["stopped_early"] = (
+                f"time budget: seed {seed} (~{seed_s:.0f} s) would end after "
+                f"{time_budget_s:.0f} s; {k} of {len(seeds)} seeds run"
+            )
+            log(doc["stopped_early"])
+            break
+        t_seed = time.perf_counter()
+        for m in modes:
+            r = train_mode(m, cfg, corpus, device, seed, bars, log)
+            doc["runs"][m].append(r)
+            log(
+                f"seed {seed} {m}: final train {r['final_train_loss']:.4f}, val "
+                f"{r['final_val_loss']:.4f}, {r['tokens_per_s']:.0f} tokens/s, "
+                f"{r['wall_time_s']:.1f} s"
+            )
+        seed_s = max(seed_s, time.perf_counter() - t_seed)
+        doc["seeds"].append(seed)
+        doc["summary"] = summarize(doc)
+        doc["loss_curves"] = plot_loss_curves(doc, os.path.join(out_dir, "loss_curves.png"))
+        doc["wall_time_s"] = time.perf_counter() - start
+        with open(os.path.join(out_dir, "results.json"), "w") as f:
+            json.dump(doc, f, indent=1)
+        v = doc["summary"]["verdict"]
+        log(f"after seed {seed} ({time.perf_counter() - start:.0f} s): " + (v["text"] if v else ""))
     return doc
 
 
-# ---- report ------------------------------------------------------------------------------
-def _mean(xs):
-    return sum(xs) / len(xs) if xs else float("nan")
-
-
-def format_table(doc: dict) -> str:
-    modes = doc["modes"]
-    lines = []
-    hdr = (
-        f"{'mode':<10} | {'final train':>11} | {'final val':>9} | "
-        f"{'quant err W (mean)':>18} | {'quant err X (mean)':>18} | {'wall time':>9}"
-    )
-    lines += [hdr, "-" * len(hdr)]
-    for mode, r in modes.items():
-        qe = r["quant_error"]
-        w = f"{_mean([v['weight'] for v in qe.values()]):.3e}" if qe else "-"
-        x = f"{_mean([v['input'] for v in qe.values()]):.3e}" if qe else "-"
-        lines.append(
-            f"{mode:<10} | {r['final_train_loss']:>11.4f} | {r['final_val_loss']:>9.4f}"
-            f" | {w:>18} | {x:>18} | {r['wall_time_s']:>8.1f}s"
-        )
-    quant = [m for m, r in modes.items() if r["quant_error"]]
-    if quant:
-        layers = list(modes[quant[0]]["quant_error"])
-        width = max(len(s) for s in layers + ["layer"])
-        lines += ["", "per-layer relative dequantization MSE (weight W / input activation X):"]
-        hdr = f"{'layer':<{width}} | " + " | ".join(
-            f"{m + ' W':>13} | {m + ' X':>13}" for m in quant
-        )
-        lines += [hdr, "-" * len(hdr)]
-        for layer in layers:
-            cells = []
-            for m in quant:
-                v = modes[m]["quant_error"].get(layer)
-                cells += [f"{v['weight']:>13.3e}", f"{v['input']:>13.3e}"] if v else ["-", "-"]
-            lines.append(f"{layer:<{width}} | " + " | ".join(cells))
-    return "\n".join(lines)
-
-
+# ---- command line ------------------------------------------------------------------------
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="f46-demo", description=__doc__.split("\n")[0])
     p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
@@ -416,51 +437,77 @@ def parse_args(argv=None) -> argparse.Namespace:
         choices=sorted(PRESETS),
         help="model/training size (default: small on CPU, large on CUDA)",
     )
-    p.add_argument("--steps", type=int, help="training steps (default: the preset's)")
+    p.add_argument("--seeds", type=int, help="seeds per mode (default: the preset's)")
+    p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    p.add_argument("--steps", type=int, help="training steps per run (no calibration)")
+    p.add_argument(
+        "--time-budget",
+        type=float,
+        help="seconds for the whole run: calibrates the steps (default: the preset's; 0: none)",
+    )
     p.add_argument(
         "--modes", default=",".join(MODES), help=f"comma-separated subset of {','.join(MODES)}"
     )
     p.add_argument("--out", default="f46_demo_out", help="output directory")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--corpus", help="train on this local text file instead of the stdlib source")
-    p.add_argument("--threads", type=int, help="torch CPU threads (default: torch's)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--corpus", help="train on this local text file instead of Python's source")
+    p.add_argument("--threads", type=int, help="torch CPU threads (default: the CPUs available)")
+    p.add_argument("--no-progress", action="store_true", help="log lines instead of bars")
     return p.parse_args(argv)
 
 
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
 def main(argv=None) -> dict:
+    start = time.perf_counter()
     args = parse_args(argv)
     if args.device == "auto":
         device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     else:
         device = torch.device(args.device)
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    torch.set_num_threads(args.threads or _available_cpus())
     cfg = PRESETS[args.preset or ("large" if device.type == "cuda" else "small")]
+    budget = cfg.time_budget_s if args.time_budget is None else (args.time_budget or None)
     if args.steps is not None:
         if args.steps < 1:
             raise SystemExit(f"--steps must be >= 1, got {args.steps}")
-        cfg = dataclasses.replace(
-            cfg,
-            steps=args.steps,
-            warmup=min(cfg.warmup, args.steps),
-            eval_every=min(cfg.eval_every, args.steps),
-        )
+        cfg, budget = cfg.with_steps(args.steps), None
+    if args.seeds is not None and args.seeds < 1:
+        raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
+    n_seeds = args.seeds or cfg.seeds
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown or not modes:
         raise SystemExit(f"--modes: unknown {unknown}; choose from {','.join(MODES)}")
     print(
-        f"f46 demo: device {device}, preset {args.preset or 'default'}, {cfg.steps} steps, "
-        f"modes {','.join(modes)}, seed {args.seed}",
+        f"f46 demo: device {device} ({_device_name(device)}), preset "
+        f"{args.preset or 'default'}, "
+        + (f"{cfg.steps} steps" if budget is None else f"steps calibrated to {budget:.0f} s")
+        + f", seeds {args.seed}..{args.seed + n_seeds - 1}, modes {','.join(modes)}, "
+        f"{torch.get_num_threads()} threads",
         flush=True,
     )
-    doc = run(cfg, modes, device, args.seed, args.out, args.corpus, not args.no_progress)
+    print(f"model: {cfg.model}", flush=True)
+    doc = run(
+        cfg,
+        modes,
+        device,
+        args.out,
+        seeds=range(args.seed, args.seed + n_seeds),
+        corpus_path=args.corpus,
+        bars=not args.no_progress,
+        log=lambda s: print(s, flush=True),
+        time_budget_s=budget,
+        start_time=start,
+    )
     print()
-    print(f"corpus: {doc['corpus']['bytes']} bytes ({doc['corpus']['source'][:70]}...)")
-    print(f"model: {cfg.model}")
-    print(format_table(doc))
-    print(f"\nwrote {doc['loss_curves']} and {os.path.join(args.out, 'results.json')}")
+    print(format_report(doc))
+    print(f"wrote {doc['loss_curves']} and {os.path.join(args.out, 'results.json')}")
+    print(f"total wall time {time.perf_counter() - start:.0f} s")
     return doc
 
 
@@ -468,3 +515,7 @@ def cli() -> int:
     """Console entry point (f46-demo): runs main and returns exit status 0."""
     main()
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli())
