@@ -228,17 +228,18 @@ class _Walk:
             self.kept(name, m, "shape", problem)
             return
         params = [p for n, p in m.named_parameters(recurse=False) if p.dim() == 3]
+        kind = f"{kind} ({type(m).__name__})"
         convert(m, self.recipe)
-        self.converted(name, params, f"{kind} ({type(m).__name__})")
+        self.converted(name, params, kind)
 
     def modulelist_moe(self, name, m):
         problem = hf.modulelist_moe_problem(m, self.recipe)
         if problem is not None:  # not one grouped call: look inside it as any module
             self.visit(m, name)
             return
+        kind = f"transformers 4.x ModuleList experts of {type(m).__name__}"
         hf.convert_modulelist_moe(m, self.recipe)
-        params = [p for p in m.experts.parameters()]
-        self.converted(f"{name}.experts", params, f"grouped experts of {type(m).__name__}")
+        self.converted(f"{name}.experts", list(m.experts.parameters()), kind)
         self.visit(m, name, exclude=("experts",))  # router, shared expert
 
     def legacy_experts(self, parent, child_name, m, name):

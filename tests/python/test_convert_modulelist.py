@@ -113,7 +113,7 @@ def test_conversion_is_grouped_and_keeps_the_router():
     assert rep.projection_share >= 0.99, str(rep)
     for blk, gate in zip(model.layers, gates):
         moe = blk.block_sparse_moe
-        assert type(moe).__name__ == "F46SparseMoeBlock" and isinstance(moe, SparseMoeBlock)
+        assert type(moe).__name__ == "NVFP4SparseMoeBlock" and isinstance(moe, SparseMoeBlock)
         assert moe.gate is gate and type(gate) is nn.Linear
         assert all(type(lin) is nn.Linear for e in moe.experts for lin in (e.w1, e.w2, e.w3))
     kinds = {e.name: e.kind for e in rep.kept}

@@ -106,7 +106,7 @@ def test_conversion_keeps_names_objects_and_router():
     for blk, ex in zip(model.layers, experts):
         inner = blk.moe.routed_experts.inner_experts
         assert inner is ex and isinstance(inner, GroupedExperts)
-        assert type(inner).__name__ == "F46GroupedExperts" and inner.f46_recipe is RECIPE
+        assert type(inner).__name__ == "NVFP4GroupedExperts" and inner.f46_recipe is RECIPE
         assert type(blk.moe.router.gate) is Linear  # router kept
         assert isinstance(blk.moe.shared_experts.w1, f46.F46Linear)
     kinds = {e.name: e.kind for e in rep.kept}

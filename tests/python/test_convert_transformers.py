@@ -113,7 +113,7 @@ def test_conversion_covers_experts_and_projections(name):
     experts = [m for m in model.modules() if f46_hf.is_fused_experts(m)]
     assert len(experts) >= 1
     for m in experts:
-        assert type(m).__name__.startswith("F46") and m.f46_recipe is RECIPE
+        assert type(m).__name__.startswith("NVFP4") and m.f46_recipe is RECIPE
     # routers and gates untouched: same modules' classes, same Parameter objects
     for n, cls in router_modules.items():
         assert type(model.get_submodule(n)) is cls, n
@@ -202,3 +202,30 @@ def test_experts_implementation_registered():
     x = tokens()
     with torch.no_grad():
         assert torch.equal(model(input_ids=x).logits, other(input_ids=x).logits)
+
+
+def test_tied_embeddings_stay_tied():
+    model = build("qwen3_moe")
+    model.config.tie_word_embeddings = True
+    model.tie_weights()
+    emb = model.model.embed_tokens.weight
+    assert model.lm_head.weight is emb
+    f46.convert_model(model, RECIPE, head_names=())
+    assert isinstance(model.lm_head, f46.F46Linear) and model.lm_head.weight is emb
+    x = tokens()
+    model(input_ids=x, labels=x).loss.backward()
+    assert torch.isfinite(emb.grad).all()
+
+
+@pytest.mark.parametrize("name", ["mixtral", "gpt_oss"])
+def test_autocast_dtypes_follow_the_unconverted_model(name):
+    model, ref = build(name).eval(), build(name).eval()
+    f46.convert_model(model, RECIPE)
+    x = tokens()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        y, y_ref = model(input_ids=x).logits, ref(input_ids=x).logits
+        attn = model.model.layers[0].self_attn
+        h = torch.randn(1, 4, 64)
+        assert attn.q_proj(h).dtype == torch.bfloat16  # as nn.Linear under autocast
+    assert y.dtype == y_ref.dtype and torch.isfinite(y).all()
+    assert rel_err(y, y_ref) < 0.2  # NVFP4 against bf16: close, not equal

@@ -12,10 +12,11 @@ _CLASSES: dict = {}
 
 
 def swapped_class(cls: type, mixin: type) -> type:
-    """The cached subclass (mixin, cls) named "F46" + cls.__name__."""
+    """The cached subclass (mixin, cls) named "NVFP4" + cls.__name__ (as torchtitan names its
+    MXFP8 experts "MXFP8" + the class name)."""
     key = (cls, mixin)
     if key not in _CLASSES:
-        name = f"F46{cls.__name__}"
+        name = f"NVFP4{cls.__name__}"
         _CLASSES[key] = type(name, (mixin, cls), {"__qualname__": name})
     return _CLASSES[key]
 
