@@ -82,7 +82,7 @@ class ConversionReport:
 
     def __str__(self) -> str:
         lines = [
-            f"f46.convert_model: {len(self.converted)} modules converted, "
+            f"f46.convert_model: {_count(self.converted, 'module')} converted, "
             f"{len(self.kept)} left in high precision",
             f"  NVFP4: {100 * self.nvfp4_share:.1f}% of matmul weights "
             f"({self.nvfp4_numel:,} of {self.matmul_numel:,}), "
@@ -98,6 +98,10 @@ class ConversionReport:
                 why = KEPT_KINDS[e.kind] + (f": {e.detail}" if e.detail else "")
                 lines.append(f"    {e.name:<{width}}  {why} ({e.numel:,})")
         return "\n".join(lines)
+
+
+def _count(items, noun: str) -> str:
+    return f"{len(items)} {noun}{'' if len(items) == 1 else 's'}"
 
 
 def _skipper(skip: Skip, head_names: Iterable[str]):
