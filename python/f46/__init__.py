@@ -9,15 +9,19 @@ Numbers: docs/numerics.md. Low-level custom ops: f46.ops.
 """
 
 from . import ops  # noqa: F401  (loads the torch custom ops)
-from .compat import (  # noqa: F401
+from .compat import (  # noqa: F401  (torchao's names, torchao's meanings: f46.torchao)
     four_over_six_dequantize,
+    four_over_six_global_encode_scale,
     four_over_six_grouped_mm,
     four_over_six_linear,
     four_over_six_mm,
     four_over_six_quantize,
+    nvfp4_dequantize,
+    pad_token_groups,
+    unpad_token_groups,
 )
 from .convert import convert_model  # noqa: F401
-from .functional import grouped_mm, linear, pad_token_groups, unpad_token_groups  # noqa: F401
+from .functional import grouped_mm, linear  # noqa: F401
 from .modules import F46GroupedExperts, F46Linear  # noqa: F401
 from .quantized import (  # noqa: F401
     QuantizedTensor,
@@ -47,4 +51,6 @@ __all__ = [
     "four_over_six_mm",
     "four_over_six_linear",
     "four_over_six_grouped_mm",
+    "four_over_six_global_encode_scale",
+    "nvfp4_dequantize",
 ]

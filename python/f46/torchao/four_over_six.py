@@ -1,0 +1,369 @@
+"""torchao's NVFP4 four-over-six dense API (torchao.prototype.moe_training.nvfp4_training.
+four_over_six) over f46's kernels.
+
+Names, signatures, defaults, layouts, returns and exception types are torchao's:
+    four_over_six_global_encode_scale(global_amax, e4m3_scale_bound=256) -> S_enc (N2.1)
+    four_over_six_quantize(x (R, C), global_amax () | (R,), *, block="1x16", err_mode="mae",
+                           e4m3_scale_bound=256) -> (codes (R, C/2) uint8,
+                                                     scales (R, C/16) float8_e4m3fn)
+    nvfp4_dequantize(codes, scales, global_amax, *, e4m3_scale_bound=256,
+                     out_dtype=torch.bfloat16) -> (R, C)      (four_over_six_dequantize: alias)
+    four_over_six_mm: autograd.Function, .apply(input_hp (..., K), weight_hp (N, K), bias (N,),
+                      err_mode, e4m3_scale_bound, row_scaled_activation, backward_override,
+                      weight_block) -> input_hp @ weight_hp.T (+ bias), bfloat16
+    four_over_six_linear = four_over_six_mm.apply
+    NVFP4FourOverSixLinear(nn.Linear) with torchao's constructor and from_linear.
+The weight is (N, K) as in nn.Linear (never transposed). Bad arguments raise ValueError.
+
+The numbers are f46's (docs/numerics.md), which are the TransformerEngine 4over6 arithmetic
+torchao transcribes: codes and scales are bitwise torchao's. The GEMMs are f46's NVFP4 GEMMs
+(CPU reference, Hopper kernels); torchao's own run only on SM100.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+import torch.nn as nn
+
+from .. import ops
+from ..functional import _Linear
+from ..quantized import next_sr_offset
+from ..recipe import Recipe
+
+FP4_E2M1_MAX = 6.0
+FP8_E4M3_MAX = 448.0
+_FP32_MAX = torch.finfo(torch.float32).max
+
+_BLOCKS = {"1x16": 1, "16x16": 16}
+_OVERRIDES = ("quantized", "high_precision", "dequantized")
+
+__all__ = [
+    "four_over_six_global_encode_scale",
+    "four_over_six_quantize",
+    "nvfp4_dequantize",
+    "four_over_six_dequantize",
+    "four_over_six_mm",
+    "four_over_six_linear",
+    "NVFP4FourOverSixLinear",
+]
+
+
+# ---- argument checks (torchao's rules, ValueError) ---------------------------------------
+def _check_block(block) -> int:
+    if block not in _BLOCKS:
+        raise ValueError(f"block must be '1x16' or '16x16', got {block!r}")
+    return _BLOCKS[block]
+
+
+def _check_err_mode(err_mode) -> None:
+    if err_mode not in ("mae", "mse"):
+        raise ValueError(f"err_mode must be 'mae' or 'mse', got {err_mode!r}")
+
+
+def _check_bound(e4m3_scale_bound) -> None:
+    if e4m3_scale_bound not in (256, 448):
+        raise ValueError(f"e4m3_scale_bound must be 256 or 448, got {e4m3_scale_bound!r}")
+
+
+def _amax_scope(global_amax: torch.Tensor, rows: int) -> str:
+    """'row' for a (rows,) vector, 'tensor' for one element (torchao's rule), else ValueError."""
+    if not isinstance(global_amax, torch.Tensor):
+        raise ValueError(f"global_amax must be a torch.Tensor, got {type(global_amax).__name__}")
+    if global_amax.dim() == 1 and global_amax.numel() == rows:
+        return "row"
+    if global_amax.numel() != 1:
+        raise ValueError(
+            f"global_amax must be a scalar or a ({rows},) row vector, "
+            f"got shape {tuple(global_amax.shape)}"
+        )
+    return "tensor"
+
+
+def _f46_amax(global_amax: torch.Tensor, scope: str) -> torch.Tensor:
+    return global_amax.to(torch.float32).reshape(-1 if scope == "row" else 1).contiguous()
+
+
+def _f46_input(x: torch.Tensor) -> torch.Tensor:
+    """f46's ops read bf16 / fp16 / fp32; torchao reads any dtype through x.float()."""
+    if x.dtype not in (torch.bfloat16, torch.float16, torch.float32):
+        x = x.float()
+    return x.contiguous()
+
+
+# ---- quantize / dequantize -----------------------------------------------------------------
+def four_over_six_global_encode_scale(
+    global_amax: torch.Tensor, e4m3_scale_bound: int = 256
+) -> torch.Tensor:
+    """S_enc = bound * 6 / amax in FP32 (N2.1), capped at FLT_MAX; amax 0 or an underflow to 0
+    gives 1. global_amax: a scalar or a 1-D per-row vector; returns its shape, float32."""
+    amax = global_amax.to(torch.float32)
+    num = torch.full_like(amax, float(e4m3_scale_bound) * FP4_E2M1_MAX)
+    s = (num / amax).clamp(max=_FP32_MAX)
+    return torch.where((amax == 0.0) | (s == 0.0), torch.ones_like(s), s)
+
+
+def four_over_six_quantize(
+    x: torch.Tensor,
+    global_amax: torch.Tensor,
+    *,
+    block: str = "1x16",
+    err_mode: str = "mae",
+    e4m3_scale_bound: int = 256,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """4/6 NVFP4 quantization of x (R, C), C % 16 == 0 (R % 16 == 0 for "16x16").
+
+    global_amax: the scalar FP32 amax of x, or a (R,) per-row amax vector ("1x16" only).
+    Returns (codes (R, C/2) uint8, element 2i in the low nibble; scales (R, C/16)
+    float8_e4m3fn), bitwise torchao's (and TransformerEngine's).
+    """
+    blk = _check_block(block)
+    _check_err_mode(err_mode)
+    _check_bound(e4m3_scale_bound)
+    if x.dim() != 2:
+        raise ValueError(f"x must be 2D, got {x.dim()}D")
+    rows, cols = x.shape
+    if cols % 16 != 0:
+        raise ValueError(f"C must be divisible by 16, got C={cols}")
+    if blk == 16 and rows % 16 != 0:
+        raise ValueError(f"16x16 blocks require R divisible by 16, got R={rows}")
+    scope = _amax_scope(global_amax, rows)
+    if scope == "row" and blk != 1:
+        raise ValueError("row-scaled four-over-six supports 1x16 blocks only")
+    codes, scales, _, _ = ops.quantize(
+        _f46_input(x),
+        _f46_amax(global_amax, scope),
+        scope=scope,
+        rule=err_mode,
+        scale_bound=float(e4m3_scale_bound),
+        block=blk,
+    )
+    return codes, scales.view(torch.float8_e4m3fn)
+
+
+def nvfp4_dequantize(
+    codes: torch.Tensor,
+    scales: torch.Tensor,
+    global_amax: torch.Tensor,
+    *,
+    e4m3_scale_bound: int = 256,
+    out_dtype: torch.dtype = torch.bfloat16,
+) -> torch.Tensor:
+    """Standard NVFP4 decode (N8): codes (R, C/2) uint8, scales (R, C/16) float8_e4m3fn, the
+    scalar or (R,) amax they were made with -> (R, C) in out_dtype."""
+    _check_bound(e4m3_scale_bound)
+    if codes.dim() != 2:
+        raise ValueError(f"codes must be 2-D (R, C/2), got shape {tuple(codes.shape)}")
+    rows, cols = codes.shape[0], codes.shape[1] * 2
+    if tuple(scales.shape) != (rows, cols // 16):
+        raise ValueError(
+            f"scales must have shape ({rows}, {cols // 16}), got {tuple(scales.shape)}"
+        )
+    scope = _amax_scope(global_amax, rows)
+    f46_dtype = out_dtype if out_dtype in (torch.bfloat16, torch.float16) else torch.float32
+    y = ops.dequantize(
+        codes.view(torch.uint8).contiguous(),
+        scales.view(torch.uint8).contiguous(),
+        _f46_amax(global_amax, scope),
+        scope=scope,
+        scale_bound=float(e4m3_scale_bound),
+        dtype=f46_dtype,
+    )
+    return y if y.dtype == out_dtype else y.to(out_dtype)
+
+
+# An earlier revision of torchao's module names the decode four_over_six_dequantize.
+four_over_six_dequantize = nvfp4_dequantize
+
+
+def _global_decode_scale(amax: torch.Tensor, e4m3_scale_bound: int) -> torch.Tensor:
+    """GEMM-side global factor amax / (bound * 6) (N10)."""
+    return amax.to(torch.float32) / (float(e4m3_scale_bound) * FP4_E2M1_MAX)
+
+
+def _amax_for_factor(g: torch.Tensor) -> torch.Tensor:
+    """(1) float32 amax whose f46 GEMM factor amax / (6 * 256) (an FP32 division, N10) is
+    exactly g: g * 1536 or one of its FP32 neighbours."""
+    g = g.to(torch.float32).reshape(1)
+    c = g * 1536.0
+    up, down = torch.nextafter(c, c + float("inf")), torch.nextafter(c, c - float("inf"))
+    cands = torch.cat(
+        [
+            c,
+            up,
+            down,
+            torch.nextafter(up, c + float("inf")),
+            torch.nextafter(down, c - float("inf")),
+        ]
+    )
+    ok = (cands / torch.full_like(cands, 1536.0)) == g
+    return cands[torch.argmax(ok.to(torch.uint8))].reshape(1)
+
+
+def _scaled_mm_nvfp4(a_codes, a_scales, a_global, b_codes_t, b_scales, b_global, out_dtype):
+    """torchao's private block-scaled GEMM helper, as an f46 GEMM: a_codes (M, K/2),
+    b_codes_t the (K/2, N) transposed view of (N, K/2) codes, linear (rows, K/16) E4M3 scales,
+    scalar global decode factors (amax / (6 * bound))."""
+    return ops.gemm(
+        a_codes.contiguous(),
+        a_scales.view(torch.uint8).contiguous(),
+        _amax_for_factor(a_global),
+        b_codes_t.t().contiguous(),
+        b_scales.view(torch.uint8).contiguous(),
+        _amax_for_factor(b_global),
+        a_bound=256.0,
+        b_bound=256.0,
+        out_dtype=out_dtype,
+    )
+
+
+# ---- the differentiable dense op -----------------------------------------------------------
+@torch._dynamo.allow_in_graph
+class four_over_six_mm(torch.autograd.Function):
+    """NVFP4 four-over-six matmul: input_hp (..., K) @ weight_hp (N, K).T (+ bias (N,)).
+
+    Forward: 1x16 4/6 activations (per-tensor amax, per-row when row_scaled_activation), 4/6
+    weights with weight_block blocks, one f46 NVFP4 GEMM; bias added to the bf16 output.
+    Backward by backward_override (None: "quantized", or "high_precision" when row-scaled):
+    "quantized" standard NVFP4 gradients (N4) against the saved columnwise operands,
+    "high_precision" / "dequantized" bf16 GEMMs on the saved / dequantized operands.
+    Inputs are cast to bfloat16; the output is bfloat16. Requires M, K, N % 128 == 0.
+    """
+
+    @staticmethod
+    def forward(
+        ctx,
+        input_hp: torch.Tensor,
+        weight_hp: torch.Tensor,
+        bias: Optional[torch.Tensor],
+        err_mode: str = "mae",
+        e4m3_scale_bound: int = 256,
+        row_scaled_activation: bool = False,
+        backward_override: Optional[str] = None,
+        weight_block: str = "16x16",
+    ):
+        if weight_hp.dim() != 2:
+            raise ValueError(f"weight_hp must be 2-D (N, K), got shape {tuple(weight_hp.shape)}")
+        m, k, n = input_hp.shape[:-1].numel(), input_hp.shape[-1], weight_hp.shape[0]
+        if weight_hp.shape[1] != k:
+            raise ValueError(
+                f"weight_hp must be (N, K) = (out_features, in_features) with K={k} "
+                f"(the last dim of input_hp), got shape {tuple(weight_hp.shape)}"
+            )
+        if m % 128 != 0 or k % 128 != 0 or n % 128 != 0:
+            raise ValueError(
+                f"four_over_six_mm requires M, K, N all divisible by 128; got M={m}, K={k}, N={n}"
+            )
+        if backward_override is None:
+            backward_override = "high_precision" if row_scaled_activation else "quantized"
+        if backward_override not in _OVERRIDES:
+            raise ValueError(
+                "backward_override must be 'quantized', 'high_precision', or 'dequantized', "
+                f"got {backward_override!r}"
+            )
+        if backward_override == "quantized" and row_scaled_activation:
+            raise ValueError(
+                "row-scaled four-over-six has no quantized backward; use 'high_precision' or "
+                "'dequantized'"
+            )
+        blk = _check_block(weight_block)
+        _check_err_mode(err_mode)
+        _check_bound(e4m3_scale_bound)
+        if bias is not None and tuple(bias.shape) != (n,):
+            raise ValueError(f"bias must have shape ({n},), got {tuple(bias.shape)}")
+        recipe = Recipe(
+            err_mode=err_mode,
+            scale_bound=float(e4m3_scale_bound),
+            weight_block=blk,
+            row_scaled_activation=bool(row_scaled_activation),
+            backward_override=backward_override,
+        )
+        x2 = input_hp.to(torch.bfloat16).reshape(-1, k).contiguous()
+        w = weight_hp.to(torch.bfloat16)
+        needs = (ctx.needs_input_grad[0], ctx.needs_input_grad[1], False)
+        y = _Linear.forward(ctx, x2, w, None, recipe, next_sr_offset(recipe), needs)
+        y = y.reshape(*input_hp.shape[:-1], n)
+        if bias is not None:
+            y = y + bias.to(y.dtype)
+        ctx.input_shape, ctx.has_bias = input_hp.shape, bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_output: torch.Tensor):
+        g2 = grad_output.to(torch.bfloat16).reshape(-1, grad_output.shape[-1]).contiguous()
+        dx, dw, _, _, _, _ = _Linear.backward(ctx, g2)
+        if dx is not None:
+            dx = dx.reshape(ctx.input_shape)
+        db = None
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            db = grad_output.sum(dim=tuple(range(grad_output.dim() - 1)))
+        return dx, dw, db, None, None, None, None, None
+
+
+four_over_six_linear = four_over_six_mm.apply
+
+
+class NVFP4FourOverSixLinear(nn.Linear):
+    """nn.Linear whose matmuls are NVFP4 four-over-six (four_over_six_linear). bias defaults
+    to False, as in torchao."""
+
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = False,
+        err_mode: str = "mae",
+        e4m3_scale_bound: int = 256,
+        row_scaled_activation: bool = False,
+        backward_override: Optional[str] = None,
+        weight_block: str = "16x16",
+        device=None,
+        dtype=None,
+    ):
+        super().__init__(in_features, out_features, bias, device=device, dtype=dtype)
+        self.err_mode = err_mode
+        self.e4m3_scale_bound = e4m3_scale_bound
+        self.row_scaled_activation = row_scaled_activation
+        self.backward_override = backward_override
+        self.weight_block = weight_block
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return four_over_six_linear(
+            x,
+            self.weight,
+            self.bias,
+            self.err_mode,
+            self.e4m3_scale_bound,
+            self.row_scaled_activation,
+            self.backward_override,
+            self.weight_block,
+        )
+
+    @classmethod
+    def from_linear(
+        cls,
+        mod: nn.Linear,
+        err_mode: str = "mae",
+        e4m3_scale_bound: int = 256,
+        row_scaled_activation: bool = False,
+        backward_override: Optional[str] = None,
+        weight_block: str = "16x16",
+    ) -> "NVFP4FourOverSixLinear":
+        """A module sharing mod's parameters (the same Parameter objects)."""
+        new = cls(
+            mod.in_features,
+            mod.out_features,
+            mod.bias is not None,
+            err_mode=err_mode,
+            e4m3_scale_bound=e4m3_scale_bound,
+            row_scaled_activation=row_scaled_activation,
+            backward_override=backward_override,
+            weight_block=weight_block,
+            device="meta",
+            dtype=mod.weight.dtype,
+        )
+        new.weight = mod.weight
+        if mod.bias is not None:
+            new.bias = mod.bias
+        return new
