@@ -20,7 +20,7 @@ from .compat import (  # noqa: F401  (torchao's names, torchao's meanings: f46.t
     pad_token_groups,
     unpad_token_groups,
 )
-from .convert import convert_model  # noqa: F401
+from .convert import ConversionReport, convert_model  # noqa: F401
 from .functional import grouped_mm, linear  # noqa: F401
 from .modules import F46GroupedExperts, F46Linear  # noqa: F401
 from .quantized import (  # noqa: F401
@@ -41,6 +41,7 @@ __all__ = [
     "F46Linear",
     "F46GroupedExperts",
     "convert_model",
+    "ConversionReport",
     "QuantizedTensor",
     "QuantizedWeight",
     "WeightCache",

@@ -36,7 +36,7 @@ KEPT_KINDS = {
     "head": "output head (head_names)",
     "embedding": "embedding",
     "skip": "skipped by the caller (skip)",
-    "shape": "shape NVFP4 cannot take",
+    "shape": "shape or dtype NVFP4 cannot take",
 }
 # Kept kinds that count against the share of expert and projection weights in NVFP4.
 _PROJECTION_KINDS = ("skip", "shape")
@@ -218,7 +218,9 @@ class _Walk:
         if self.keep_routers and is_router_name(name, parent):
             self.kept(name, lin, "router")
             return
-        problem = matmul_shape_problem(lin.out_features, lin.in_features, self.recipe)
+        problem = matmul_shape_problem(
+            lin.out_features, lin.in_features, self.recipe, dtype=lin.weight.dtype
+        )
         if problem is not None:
             self.kept(name, lin, "shape", problem)
             return

@@ -24,9 +24,17 @@ def autocast_dtype(x: torch.Tensor) -> torch.dtype:
     return x.dtype
 
 
-def matmul_shape_problem(n: int, k: int, recipe: Recipe, grouped: bool = False) -> Optional[str]:
-    """Why a weight (N, K) (per expert when grouped) cannot be an NVFP4 GEMM operand under
-    `recipe`, or None when it can (the checks of f46.linear / f46.grouped_mm, made up front)."""
+_WEIGHT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
+
+
+def matmul_shape_problem(
+    n: int, k: int, recipe: Recipe, grouped: bool = False, dtype: Optional[torch.dtype] = None
+) -> Optional[str]:
+    """Why a weight (N, K) (per expert when grouped) of `dtype` cannot be an NVFP4 GEMM operand
+    under `recipe`, or None when it can (the checks of f46.linear / f46.grouped_mm, made up
+    front)."""
+    if dtype is not None and dtype not in _WEIGHT_DTYPES:
+        return f"weight dtype {dtype} is not bfloat16, float16 or float32"
     if k % 16 != 0:
         return f"in_features K={k} is not a multiple of 16 (NVFP4 1x16 blocks)"
     if recipe.weight_block == 16 and n % 16 != 0:

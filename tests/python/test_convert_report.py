@@ -69,9 +69,16 @@ def test_report_lists_conversions_and_reasons():
     assert rep.projection_share == pytest.approx(64 * 64 / (64 * 64 + 2 * 64 * 40))
     text = str(rep)
     assert f"{100 * rep.nvfp4_share:.1f}% of matmul weights" in text
-    assert "shape NVFP4 cannot take: out_features N=40" in text
+    assert "shape or dtype NVFP4 cannot take: out_features N=40" in text
     with torch.no_grad():
         assert torch.isfinite(m(tokens())).all()  # nothing fails at forward time
+
+
+def test_float64_linears_are_left_alone():
+    m = nn.Sequential(nn.Linear(64, 64).double(), nn.Linear(64, 64))
+    _, rep = f46.convert_model(m, report=True)
+    assert type(m[0]) is nn.Linear and isinstance(m[1], f46.F46Linear)
+    assert rep.kept[0].kind == "shape" and "torch.float64" in rep.kept[0].detail
 
 
 @pytest.mark.parametrize("experts", [8, 16, 64])

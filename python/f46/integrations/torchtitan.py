@@ -35,7 +35,7 @@ def grouped_experts_problem(m: nn.Module, recipe: Recipe) -> Optional[str]:
     from ..experts import matmul_shape_problem
 
     for name, w in expert_weights(m):
-        problem = matmul_shape_problem(w.shape[1], w.shape[2], recipe, grouped=True)
+        problem = matmul_shape_problem(w.shape[1], w.shape[2], recipe, grouped=True, dtype=w.dtype)
         if problem is not None:
             return f"{name}: {problem}"
     return None

@@ -58,7 +58,7 @@ def fused_experts_problem(m: nn.Module, recipe: Recipe) -> Optional[str]:
     w_in = m.gate_up_proj if m.has_gate else m.up_proj
     for what, w in (("gate_up/up", w_in), ("down", m.down_proj)):
         _, n, k = _oriented(w, m.is_transposed).shape
-        problem = matmul_shape_problem(n, k, recipe, grouped=True)
+        problem = matmul_shape_problem(n, k, recipe, grouped=True, dtype=w.dtype)
         if problem is not None:
             return f"{what} projection: {problem}"
     return None
@@ -146,7 +146,8 @@ def is_modulelist_moe(m: nn.Module) -> bool:
 def modulelist_moe_problem(m: nn.Module, recipe: Recipe) -> Optional[str]:
     g, u, d = _expert_linears(m.experts[0])
     for what, lin in (("gate", g), ("up", u), ("down", d)):
-        problem = matmul_shape_problem(lin.out_features, lin.in_features, recipe, grouped=True)
+        n, k, dtype = lin.out_features, lin.in_features, lin.weight.dtype
+        problem = matmul_shape_problem(n, k, recipe, grouped=True, dtype=dtype)
         if problem is not None:
             return f"expert {what} projection: {problem}"
     if any(lin.bias is not None for lin in (g, u, d)):
