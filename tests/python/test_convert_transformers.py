@@ -229,3 +229,16 @@ def test_autocast_dtypes_follow_the_unconverted_model(name):
         assert attn.q_proj(h).dtype == torch.bfloat16  # as nn.Linear under autocast
     assert y.dtype == y_ref.dtype and torch.isfinite(y).all()
     assert rel_err(y, y_ref) < 0.2  # NVFP4 against bf16: close, not equal
+
+
+def test_whole_model_pickles_and_deepcopies(tmp_path):
+    model = f46.convert_model(build("gpt_oss").eval(), RECIPE)
+    x = tokens()
+    with torch.no_grad():
+        y = model(input_ids=x).logits
+    torch.save(model, tmp_path / "m.pt")
+    for other in (torch.load(tmp_path / "m.pt", weights_only=False), copy.deepcopy(model)):
+        experts = other.model.layers[0].mlp.experts
+        assert type(experts) is type(model.model.layers[0].mlp.experts)
+        with torch.no_grad():
+            assert torch.equal(other(input_ids=x).logits, y)

@@ -17,7 +17,7 @@ from torch import nn
 
 from ..functional import grouped_mm
 from ..recipe import Recipe
-from ._swap import swap_class
+from ._swap import SwappedModule, swap_class
 
 
 def expert_weights(m: nn.Module):
@@ -41,7 +41,7 @@ def grouped_experts_problem(m: nn.Module, recipe: Recipe) -> Optional[str]:
     return None
 
 
-class GroupedExpertsMixin:
+class GroupedExpertsMixin(SwappedModule):
     """`_grouped_mm` on f46.grouped_mm with the module's f46_recipe."""
 
     def _grouped_mm(self, *, A, B_t, offs):

@@ -29,7 +29,7 @@ from torch import nn
 
 from ..experts import matmul_shape_problem, routed_mlp
 from ..recipe import Recipe
-from ._swap import swap_class
+from ._swap import SwappedModule, swap_class
 
 EXPERTS_IMPLEMENTATION = "f46"
 
@@ -90,7 +90,7 @@ def experts_forward(self, hidden_states, top_k_index, top_k_weights):
     )
 
 
-class FusedExpertsMixin:
+class FusedExpertsMixin(SwappedModule):
     """Forward of a converted transformers 5.x experts module (see the module docstring)."""
 
     def forward(self, hidden_states, top_k_index, top_k_weights):
@@ -163,7 +163,7 @@ def stacked_expert_weights(experts: nn.ModuleList):
     return tuple(torch.stack([ls[i].weight for ls in linears]) for i in range(3))
 
 
-class ModuleListMoEMixin:
+class ModuleListMoEMixin(SwappedModule):
     """Forward of a converted 4.x sparse MoE block: the block's softmax top-k routing, then all
     experts in two grouped NVFP4 GEMMs. Returns (hidden_states (B, L, D), router_logits (B*L, E))
     as the 4.x blocks did."""
