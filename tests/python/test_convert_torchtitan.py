@@ -22,6 +22,9 @@ cu = pytest.importorskip("torchtitan.models.common.config_utils")
 from torchtitan.models.common.linear import Linear  # noqa: E402
 from torchtitan.models.common.moe import GroupedExperts  # noqa: E402
 
+# torchtitan's router asks CPU autocast for float32, which CPU autocast declines with a warning
+pytestmark = pytest.mark.filterwarnings("ignore:In CPU autocast:UserWarning")
+
 RECIPE = f46.Recipe()
 VOCAB, DIM, FFN, E, TOP_K = 96, 64, 32, 4, 2
 _INIT = {"weight": partial(nn.init.normal_, std=0.05), "bias": nn.init.zeros_}
