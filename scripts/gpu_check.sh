@@ -62,6 +62,11 @@ if has pytest; then
   grep -m5 -B5 "Error\|assert" "$OUT/pytest_cuda.log" | head -40
 fi
 
+if has consumer; then  # the C++ package of $B installed, tests/consumer built on it, examples run
+  bash tests/consumer/check.sh cuda-run "$B" > "$OUT/consumer.log" 2>&1
+  note "consumer rc=$? $(grep -E 'tests passed|FAILED' "$OUT/consumer.log" | tr '\n' ' ')"
+  grep -E "grouped_gemm_cuda:|Failed|\*\*\*" "$OUT/consumer.log" | head -20
+fi
 if has bench; then
   "$B/bench/bench_quantize" 30 > "$OUT/bench_quantize.log" 2>&1; note "bench_quantize rc=$?"
   python3 bench/bench_gemm.py > "$OUT/bench_gemm.log" 2>&1; note "bench_gemm rc=$?"
