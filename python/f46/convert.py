@@ -37,6 +37,7 @@ KEPT_KINDS = {
     "embedding": "embedding",
     "skip": "skipped by the caller (skip)",
     "shape": "shape or dtype NVFP4 cannot take",
+    "root": "the model itself is an nn.Linear (convert a module holding it)",
 }
 # Kept kinds that count against the share of expert and projection weights in NVFP4.
 _PROJECTION_KINDS = ("skip", "shape")
@@ -115,7 +116,7 @@ def _skipper(skip: Skip, head_names: Iterable[str]):
             return name in names or name.rsplit(".", 1)[-1] in names
 
     def is_head(name):
-        return name in heads or name.rsplit(".", 1)[-1] in heads
+        return bool(name) and (name in heads or name.rsplit(".", 1)[-1] in heads)
 
     return user, is_head
 
@@ -176,45 +177,45 @@ class _Walk:
 
     def visit(self, parent: nn.Module, prefix: str, exclude=()) -> None:
         for child_name, child in list(parent.named_children()):
-            if child_name in exclude:
-                continue
-            name = f"{prefix}.{child_name}" if prefix else child_name
-            if isinstance(child, (F46Linear, F46GroupedExperts)) or is_swapped(child):
-                continue  # converted before
-            if self.is_head(name):
-                self.kept(name, child, "head")
-            elif self.user_skip(name, child):
-                self.kept(name, child, "skip")
-            elif isinstance(child, nn.Embedding):
-                self.kept(name, child, "embedding")
-            elif isinstance(child, nn.Linear):
-                self.linear(parent, child_name, child, name)
-            elif hf.is_fused_experts(child):
-                self.experts(
-                    name,
-                    child,
-                    hf.fused_experts_problem,
-                    hf.convert_fused_experts,
-                    "transformers experts",
-                )
-            elif titan.is_grouped_experts(child):
-                self.experts(
-                    name,
-                    child,
-                    titan.grouped_experts_problem,
-                    titan.convert_grouped_experts,
-                    "torchtitan grouped experts",
-                )
-            elif hf.is_modulelist_moe(child):
-                self.modulelist_moe(name, child)
-            elif _is_legacy_grouped_experts(child):
-                self.legacy_experts(parent, child_name, child, name)
-            elif self.keep_routers and _is_router_module(child):
-                self.kept(name, child, "router")
-            else:
-                self.visit(child, name)
+            if child_name not in exclude:
+                name = f"{prefix}.{child_name}" if prefix else child_name
+                self.module(parent, child_name, child, name)
+
+    def module(self, parent: Optional[nn.Module], child_name: str, child: nn.Module, name: str):
+        """Converts `child` (parent.child_name; the model itself when parent is None) or
+        records why not, or looks inside it."""
+        if is_swapped(child) and isinstance(getattr(child, "experts", None), nn.ModuleList):
+            self.converted(f"{name}.experts", list(child.experts.parameters()), "converted before")
+            self.visit(child, name, exclude=("experts",))  # a 4.x block: router, shared expert
+        elif isinstance(child, (F46Linear, F46GroupedExperts)) or is_swapped(child):
+            self.converted(name, self.matmul_params(child), "converted before")
+        elif self.is_head(name):
+            self.kept(name, child, "head")
+        elif name and self.user_skip(name, child):
+            self.kept(name, child, "skip")
+        elif isinstance(child, nn.Embedding):
+            self.kept(name, child, "embedding")
+        elif isinstance(child, nn.Linear):
+            self.linear(parent, child_name, child, name)
+        elif hf.is_fused_experts(child):
+            kind = "transformers experts"
+            self.experts(name, child, hf.fused_experts_problem, hf.convert_fused_experts, kind)
+        elif titan.is_grouped_experts(child):
+            problem, convert = titan.grouped_experts_problem, titan.convert_grouped_experts
+            self.experts(name, child, problem, convert, "torchtitan grouped experts")
+        elif hf.is_modulelist_moe(child):
+            self.modulelist_moe(name, child)
+        elif _is_legacy_grouped_experts(child) and parent is not None:
+            self.legacy_experts(parent, child_name, child, name)
+        elif self.keep_routers and _is_router_module(child):
+            self.kept(name, child, "router")
+        else:
+            self.visit(child, name)
 
     def linear(self, parent, child_name, lin, name):
+        if parent is None:
+            self.kept(name, lin, "root")
+            return
         if self.keep_routers and is_router_name(name, parent):
             self.kept(name, lin, "router")
             return
@@ -283,7 +284,7 @@ def convert_model(
     recipe = recipe if recipe is not None else Recipe()
     user_skip, is_head = _skipper(skip, head_names)
     walk = _Walk(recipe, user_skip, is_head, keep_routers)
-    walk.visit(model, "")
+    walk.module(None, "", model, "")
     if verbose:
         print(walk.report)
     return (model, walk.report) if report else model

@@ -118,6 +118,9 @@ def test_conversion_is_grouped_and_keeps_the_router():
         assert all(type(lin) is nn.Linear for e in moe.experts for lin in (e.w1, e.w2, e.w3))
     kinds = {e.name: e.kind for e in rep.kept}
     assert kinds["layers.0.block_sparse_moe.gate"] == "router"
+    _, again = f46.convert_model(model, RECIPE, report=True)  # idempotent, same shares
+    assert {e.kind for e in again.converted} == {"converted before"}
+    assert (again.nvfp4_numel, again.matmul_numel) == (rep.nvfp4_numel, rep.matmul_numel)
     # one grouped GEMM per projection (gate, up, down) per layer; the expert MLPs never run
     calls = []
     real = f46_experts.grouped_mm

@@ -136,7 +136,13 @@ def test_training_flag_and_idempotence():
     assert not m.wq.training
     wq = m.wq
     _, rep = f46.convert_model(m, report=True)
-    assert m.wq is wq and not rep.converted
+    assert m.wq is wq and [(e.name, e.kind) for e in rep.converted] == [("wq", "converted before")]
+
+
+def test_a_linear_model_is_reported_not_replaced():
+    lin = nn.Linear(64, 64)
+    _, rep = f46.convert_model(lin, report=True)
+    assert type(lin) is nn.Linear and rep.kept[0].kind == "root"
 
 
 def test_autocast_output_dtype_follows_nn_linear():

@@ -159,3 +159,23 @@ def test_state_dict_round_trips():
     with torch.no_grad():
         assert torch.equal(model(tokens()), other(tokens()))
     build(2).load_state_dict(sd)
+
+
+def test_an_experts_module_itself_converts():
+    ex = GroupedExperts.Config(
+        dim=DIM, hidden_dim=FFN, num_experts=E, param_init=_EXPERT_INIT
+    ).build()
+    ex.init_states()
+    w1 = ex.w1_EFD
+    _, rep = f46.convert_model(ex, RECIPE, report=True)
+    assert type(ex).__name__ == "NVFP4GroupedExperts" and ex.w1_EFD is w1
+    assert rep.converted[0].name == "" and rep.projection_share == 1.0
+    x = torch.randn(10, DIM)
+    counts = torch.tensor([3, 0, 5, 2])
+    with torch.no_grad():
+        y = ex(x, counts)
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    h = F.silu(emulated_grouped_mm(x.bfloat16(), ex.w1_EFD.bfloat16(), offs, RECIPE))
+    h = h * emulated_grouped_mm(x.bfloat16(), ex.w3_EFD.bfloat16(), offs, RECIPE)
+    ref = emulated_grouped_mm(h, ex.w2_EDF.bfloat16(), offs, RECIPE).float()
+    assert rel_err(y, ref) <= 1e-5
