@@ -35,7 +35,8 @@ run() {  # run NAME CPU
   local work
   work=$(mktemp -d)
   cp "$tests_dir"/test_four_over_six*.py "$work"/
-  cp "$here"/tests/torchao_alias/conftest.py "$here"/tests/torchao_alias/torchao_alias.py "$work"/
+  cp "$here"/tests/torchao_alias/torchao_alias.py "$work"/
+  cp "$here"/tests/torchao_alias/alias_conftest.py "$work"/conftest.py
   if [ "$2" = 1 ]; then
     sed -i -e 's/device="cuda"/device="cpu"/g' -e "s/device='cuda'/device='cpu'/g" \
       -e 's/torch\.cuda\.is_available()/True/g' "$work"/test_four_over_six*.py
