@@ -242,3 +242,15 @@ def test_whole_model_pickles_and_deepcopies(tmp_path):
         assert type(experts) is type(model.model.layers[0].mlp.experts)
         with torch.no_grad():
             assert torch.equal(other(input_ids=x).logits, y)
+
+
+def test_converted_experts_trace_in_one_graph():
+    """No graph break on the grouped path (token grouping, GEMMs, gpt-oss's gate, combine)."""
+    model = f46.convert_model(build("gpt_oss").eval(), RECIPE)
+    experts = model.model.layers[0].mlp.experts
+    g = torch.Generator().manual_seed(0)
+    x, idx, w = torch.randn(16, 64), torch.randint(0, 4, (16, 2), generator=g), torch.rand(16, 2)
+    with torch.no_grad():
+        ref = experts(x, idx, w)
+        y = torch.compile(experts, backend="eager", fullgraph=True)(x, idx, w)
+    assert torch.equal(y, ref)
