@@ -75,7 +75,7 @@ def experts_forward(self, hidden_states, top_k_index, top_k_weights):
     if self.has_bias:
         b_in = self.gate_up_proj_bias if self.has_gate else self.up_proj_bias  # (E, N_in)
     activation = self._apply_gate if self.has_gate else self.act_fn
-    post = self.post_expert_norm if self.has_post_expert_norm else None
+    post = self.post_expert_norm if getattr(self, "has_post_expert_norm", False) else None
     return routed_mlp(
         hidden_states,
         top_k_index,
