@@ -437,3 +437,15 @@ def test_quantize_converts_linears_keeping_parameters():
     assert model[0] is first and type(model[2]) is T.NVFP4FourOverSixLinear
     y = model.to(BF16)(randn(128, 128, seed=50))
     assert y.shape == (128, 128) and y.dtype == BF16
+
+
+@pytest.mark.parametrize("override", ["quantized", "high_precision", "dequantized"])
+def test_linear_compile_fullgraph_equals_eager(override):
+    x, w = randn(128, 256, seed=60), randn(128, 256, seed=61, scale=0.1)
+
+    def fn(a, b):
+        return T.four_over_six_linear(a, b, None, "mae", 256, False, override)
+
+    ye, dy, ge = _grads(fn, x, w)
+    yc, _, gc = _grads(torch.compile(fn, fullgraph=True), x, w)
+    assert torch.equal(yc, ye) and all(torch.equal(a, b) for a, b in zip(gc, ge))

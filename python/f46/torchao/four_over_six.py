@@ -26,12 +26,14 @@ from typing import Optional
 
 import torch
 import torch.nn as nn
+import torch.nn.functional as F
 
 from .. import ops
-from ..functional import _Linear
-from ..quantized import next_sr_offset
-from ..recipe import Recipe
+from ..functional import _linear_gemm, _quantize_x
+from ..quantized import quantize_gradient, quantize_weight, round_up
+from ..recipe import GRAD_SCALE_BOUND, Recipe
 
+BF16 = torch.bfloat16
 FP4_E2M1_MAX = 6.0
 FP8_E4M3_MAX = 448.0
 _FP32_MAX = torch.finfo(torch.float32).max
@@ -266,7 +268,6 @@ def _cutedsl_quantize_eligible(x: torch.Tensor) -> bool:
 
 
 # ---- the differentiable dense op -----------------------------------------------------------
-@torch._dynamo.allow_in_graph
 class four_over_six_mm(torch.autograd.Function):
     """NVFP4 four-over-six matmul: input_hp (..., K) @ weight_hp (N, K).T (+ bias (N,)).
 
@@ -328,8 +329,20 @@ class four_over_six_mm(torch.autograd.Function):
         )
         x2 = input_hp.to(torch.bfloat16).reshape(-1, k).contiguous()
         w = weight_hp.to(torch.bfloat16)
-        needs = (ctx.needs_input_grad[0], ctx.needs_input_grad[1], False)
-        y = _Linear.forward(ctx, x2, w, None, recipe, next_sr_offset(recipe), needs)
+        quant_bw = backward_override == "quantized"
+        # Both columnwise operands are made whenever the backward is quantized (which inputs
+        # need gradients is not known reliably inside a traced autograd.Function).
+        xc, xs, x_amax, scope, xt = _quantize_x(x2, recipe, quant_bw)
+        qw = quantize_weight(w, recipe, columnwise=quant_bw)
+        y = _linear_gemm(xc, xs, x_amax, scope, qw, None, recipe, torch.bfloat16)  # (M, N)
+        if backward_override == "high_precision":
+            ctx.save_for_backward(x2, w)
+        elif backward_override == "dequantized":
+            ctx.save_for_backward(xc, xs, x_amax, qw.codes, qw.scales, qw.amax)
+        else:
+            ct, st, amax_t = xt
+            ctx.save_for_backward(ct, st, amax_t, qw.codes_t, qw.scales_t, qw.amax)
+        ctx.recipe, ctx.mode, ctx.scope, ctx.m = recipe, backward_override, scope, m
         y = y.reshape(*input_hp.shape[:-1], n)
         if bias is not None:
             y = y + bias.to(y.dtype)
@@ -338,12 +351,28 @@ class four_over_six_mm(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output: torch.Tensor):
-        g2 = grad_output.to(torch.bfloat16).reshape(-1, grad_output.shape[-1]).contiguous()
-        dx, dw, _, _, _, _ = _Linear.backward(ctx, g2)
-        if dx is not None:
-            dx = dx.reshape(ctx.input_shape)
+        g = grad_output.to(torch.bfloat16).reshape(-1, grad_output.shape[-1]).contiguous()
+        recipe, bound = ctx.recipe, ctx.recipe.scale_bound
+        if ctx.mode == "high_precision":
+            x2, w = ctx.saved_tensors
+            dx, dw = g @ w, g.t() @ x2  # bf16 GEMMs on the saved operands
+        elif ctx.mode == "dequantized":
+            xc, xs, x_amax, wc, ws, w_amax = ctx.saved_tensors
+            xd = ops.dequantize(xc, xs, x_amax, scope=ctx.scope, scale_bound=bound, dtype=BF16)
+            wd = ops.dequantize(wc, ws, w_amax, scale_bound=bound, dtype=BF16)
+            dx, dw = g @ wd, g.t() @ xd
+        else:  # standard NVFP4 gradients (N4) against the columnwise operands
+            ct, st, amax_t, wct, wst, w_amax = ctx.saved_tensors
+            m = ctx.m
+            gp = F.pad(g, (0, 0, 0, round_up(m, 16) - m))  # (Mp, N): whole 16-token blocks
+            g_amax = ops.amax(gp)
+            gc, gs, gct, gst = quantize_gradient(gp, g_amax, recipe, 0, columnwise=True)
+            kw = dict(a_bound=GRAD_SCALE_BOUND, b_bound=bound, out_dtype=BF16)
+            dx = ops.gemm(gc[:m], gs[:m], g_amax, wct, wst, w_amax, **kw)  # (M, K)
+            dw = ops.gemm(gct, gst, g_amax, ct, st, amax_t, **kw)  # (N, K)
+        dx = dx.reshape(ctx.input_shape)
         db = None
-        if ctx.has_bias and ctx.needs_input_grad[2]:
+        if ctx.has_bias:
             db = grad_output.sum(dim=tuple(range(grad_output.dim() - 1)))
         return dx, dw, db, None, None, None, None, None
 
