@@ -82,7 +82,7 @@ if has profile; then
   note "profile_layer rc=$?"; grep -A14 "^####" "$OUT/profile_layer.log" | grep -v "^  " | head -120
 fi
 if has demo; then
-  timeout ${F46_DEMO_TIMEOUT:-240} python3 -m f46.demo --device cuda --no-progress --out "$OUT/demo" ${F46_DEMO_ARGS:-} \
+  timeout ${F46_DEMO_TIMEOUT:-540} python3 -m f46.demo --device cuda --no-progress --out "$OUT/demo" ${F46_DEMO_ARGS:-} \
     > "$OUT/demo.log" 2>&1
   note "demo rc=$?"; tail -15 "$OUT/demo.log"
 fi
