@@ -58,10 +58,12 @@ def plot_loss_curves(doc: dict, path: str, title: str = "") -> str:
         ax.plot(vsteps, vmean, color=colors[mode], ls="--", marker="o", ms=3, label=f"{mode} val")
     ax.set_xlabel("step")
     ax.set_ylabel("cross-entropy (nats / byte)")
+    seeds = f"{n} seed{'s' if n > 1 else ''}"
     ax.set_title(
         title
-        or f"MoE LM: BF16 vs NVFP4 vs NVFP4 4/6, {n} seed{'s' if n > 1 else ''} "
-        f"(train: moving avg {window}, faint: per seed)"
+        or f"BF16 vs NVFP4 vs NVFP4 4/6, {seeds}\n"
+        f"train: moving avg {window}, mean of seeds (solid), per seed (faint)",
+        fontsize=10,
     )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -99,7 +101,9 @@ def plot_loss_curves(doc: dict, path: str, title: str = "") -> str:
         ax.set_xlabel("step")
         ax.set_ylabel("loss minus BF16 (nats / byte)")
         band = "band: 95% t-interval over seeds, faint: per seed" if n > 1 else "one seed"
-        ax.set_title(f"difference to BF16, same init and batches per seed ({band})", fontsize=9)
+        ax.set_title(
+            f"difference to BF16, same init and batches within a seed\n({band})", fontsize=10
+        )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()

@@ -153,12 +153,13 @@ class _TextBar:
     """Minimal progress bar when tqdm is not installed."""
 
     def __init__(self, total: int, desc: str):
-        self.total, self.desc, self.n, self.post = total, desc, 0, ""
+        self.total, self.desc, self.n, self.post, self.shown = total, desc, 0, "", 0
         self.t0 = time.time()
 
     def update(self, k: int = 1):
         self.n += k
-        if self.n == self.total or self.n % max(1, self.total // 20) == 0:
+        if self.n == self.total or self.n - self.shown >= max(1, self.total // 20):
+            self.shown = self.n
             filled = int(30 * self.n / self.total)
             rate = self.n / max(time.time() - self.t0, 1e-9)
             print(
