@@ -36,7 +36,12 @@ consumer() {
   quiet "$CMAKE" -S tests/consumer -B "$dir" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release "$@"
   quiet "$CMAKE" --build "$dir"
   if [[ "$run" == run ]]; then
-    "$CTEST" --test-dir "$dir" --output-on-failure | grep -E "tests passed|Failed|\*\*\*"
+    if ! "$CTEST" --test-dir "$dir" --output-on-failure --timeout 120 >"$dir/ctest.log" 2>&1; then
+      cat "$dir/ctest.log"
+      log "FAILED: ctest in $dir"
+      return 1
+    fi
+    grep "tests passed" "$dir/ctest.log"
     "$dir/grouped_gemm_cuda_shared" | sed 's/^/  grouped_gemm_cuda: /'
   fi
 }
