@@ -349,6 +349,11 @@ def test_training_config_validation():
         T._quantize_then_scaled_grouped_mm(_x(), _x().view(1, 32, 64), object())
 
 
+def test_quantize_with_grouped_op_config_is_a_clear_error():
+    with pytest.raises(NotImplementedError, match="convert_model"):
+        T.quantize_(torch.nn.Linear(128, 128), T.NVFP4FourOverSixTrainingOpConfig())
+
+
 def test_default_recipe_is_torchao_or_a_clear_error():
     model = torch.nn.Sequential(torch.nn.Linear(128, 128))
     try:

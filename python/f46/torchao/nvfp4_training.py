@@ -155,6 +155,15 @@ def quantize_(
     device=None,
 ) -> None:
     """torchao.quantization.quantize_ for NVFP4TrainingConfig: converts model in place."""
+    from .config import NVFP4FourOverSixTrainingOpConfig
+
+    if isinstance(config, NVFP4FourOverSixTrainingOpConfig):
+        raise NotImplementedError(
+            "quantize_ with NVFP4FourOverSixTrainingOpConfig (torchao's weight-wrapper tensors "
+            "that reroute torch._grouped_mm) is not provided by f46; convert experts with "
+            "f46.convert_model, or call _quantize_then_scaled_grouped_mm / "
+            "four_over_six_grouped_mm with the config's knobs"
+        )
     if not isinstance(config, NVFP4TrainingConfig):
         try:
             from torchao.quantization import quantize_ as torchao_quantize_
