@@ -48,6 +48,13 @@ consumer() {
 
 case "${1:-}" in
   cpu)
+    # One version: the wheel's (pyproject.toml) is the C++ package's (project(VERSION)).
+    py_version="$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)"
+    cmake_version="$(sed -n 's/^project(f46 VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)"
+    if [[ -z "$py_version" || "$py_version" != "$cmake_version" ]]; then
+      log "pyproject.toml version '$py_version' != CMakeLists.txt project(VERSION) '$cmake_version'"
+      exit 1
+    fi
     B="${F46_CONSUMER_CPU_BUILD:-build/consumer-cpu}"
     start=$(date +%s)
     quiet "$CMAKE" -S . -B "$B" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DF46_CUDA=OFF \
