@@ -15,7 +15,7 @@ from f46.demo import stats
 from f46.demo import train as demo
 from f46.demo.data import VOCAB_SIZE, BatchSampler, load_corpus
 from f46.demo.model import ModelConfig, MoELM
-from f46.demo.report import format_report
+from f46.demo.report import format_report, summarize
 
 STEPS = 16
 SEEDS = [0, 1]
@@ -291,6 +291,31 @@ def test_same_seed_same_data_and_init():
     assert not torch.equal(w1["tok_emb.weight"], w3["tok_emb.weight"])
 
 
+def test_run_shares_batches_and_init_within_a_seed(tmp_path, monkeypatch):
+    """What run() feeds train_step: per seed, every mode gets the same initial weights and the
+    same batches in the same order; another seed gets others."""
+    seen = []  # (seed index by call order, is-quantized, embedding at step 0, batch)
+    original = demo.train_step
+
+    def spy(model, opt, x, y, lr, cfg):
+        quantized = any(isinstance(m, f46.F46Linear) for m in model.modules())
+        seen.append((quantized, model.tok_emb.weight.detach().clone(), x.clone()))
+        return original(model, opt, x, y, lr, cfg)
+
+    monkeypatch.setattr(demo, "train_step", spy)
+    cfg = demo.PRESETS["tiny"].with_steps(3)
+    demo.run(cfg, ["bf16", "nvfp4"], torch.device("cpu"), str(tmp_path), seeds=[0, 1],
+             bars=False, log=None)  # fmt: skip
+    assert len(seen) == 2 * 2 * 3  # seeds x modes x steps, seed-major
+    runs = [seen[i : i + 3] for i in range(0, 12, 3)]  # s0 bf16, s0 nvfp4, s1 bf16, s1 nvfp4
+    assert [r[0][0] for r in runs] == [False, True, False, True]
+    for a, b in ((runs[0], runs[1]), (runs[2], runs[3])):
+        assert torch.equal(a[0][1], b[0][1])  # same init
+        assert all(torch.equal(sa[2], sb[2]) for sa, sb in zip(a, b))  # same batches
+    assert not torch.equal(runs[0][0][1], runs[2][0][1])
+    assert not torch.equal(runs[0][0][2], runs[2][0][2])
+
+
 def test_activation_error_zero_on_grid_and_positive_off_grid():
     """The error measurement itself: E2M1 grid values whose blocks all reach 6 quantize
     exactly under plain NVFP4 (bound 448: decode scale 1), random data does not."""
@@ -335,16 +360,21 @@ def test_grouped_experts_match_dense_loop():
 
 
 def test_cli_main(tmp_path, capsys):
-    args = ["--preset", "tiny", "--steps", "3", "--seeds", "2", "--out", str(tmp_path)]
-    doc = demo.main(args + ["--no-progress", "--device", "cpu"])
-    assert doc["seeds"] == [0, 1] and doc["config"]["steps"] == 3
+    args = ["--preset", "tiny", "--steps", "3", "--seeds", "2", "--seed", "7"]
+    doc = demo.main(args + ["--out", str(tmp_path), "--no-progress", "--device", "cpu"])
+    assert doc["seeds"] == [7, 8] and doc["config"]["steps"] == 3 and doc["calibration"] is None
     printed = capsys.readouterr().out
     assert "final val" in printed and "tokens/s" in printed and "\nverdict: " in printed
     assert os.path.exists(tmp_path / "loss_curves.png")
-    doc = demo.main(["--preset", "tiny", "--steps", "2", "--seeds", "1", "--seed", "7",
-                     "--modes", "nvfp4", "--out", str(tmp_path), "--no-progress"])  # fmt: skip
-    assert doc["seeds"] == [7] and doc["summary"]["verdict"] is None
     with pytest.raises(SystemExit):
         demo.main(["--modes", "fp8", "--out", str(tmp_path)])
     with pytest.raises(SystemExit):
         demo.main(["--seeds", "0", "--out", str(tmp_path)])
+
+
+def test_summary_without_all_modes_has_no_verdict(tiny_run):
+    _, doc, _, _ = tiny_run
+    part = {**doc, "runs": {"nvfp4": doc["runs"]["nvfp4"]}}
+    summ = summarize(part)
+    assert summ["verdict"] is None and "val_minus_bf16" not in summ["modes"]["nvfp4"]
+    assert "verdict" not in format_report({**part, "summary": summ})

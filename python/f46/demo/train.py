@@ -97,7 +97,7 @@ PRESETS = {
         ),
         batch=8,
         steps=150,
-        lr=4e-3,
+        lr=8e-3,
         evals=5,
         eval_batches=2,
         final_eval_batches=8,
