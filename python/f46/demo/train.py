@@ -96,12 +96,12 @@ PRESETS = {
             seq_len=64, dim=64, num_layers=2, num_heads=2, num_experts=4, top_k=2, ffn_dim=128
         ),
         batch=8,
-        steps=150,
+        steps=120,
         lr=8e-3,
-        evals=5,
+        evals=4,
         eval_batches=2,
-        final_eval_batches=8,
-        warmup=15,
+        final_eval_batches=16,
+        warmup=12,
         seeds=4,
     ),
     # GPU default: 3 seeds x 3 modes, steps calibrated to fit the budget on the device
