@@ -142,6 +142,16 @@ def format_report(doc: dict) -> str:
             f"{m:<9} | {_pm(s['final_train']):>17} | {_pm(s['final_val']):>17} | {diff:>37} | "
             f"{tps:>9.0f} | {ratio:>6} | {w:>11} | {x:>11}"
         )
+    if "bf16" in modes and len(modes) > 1:
+        n = summ["n_seeds"]
+        base = [r["final_val_loss"] for r in doc["runs"]["bf16"][:n]]
+        per_seed = [
+            f"{m} - bf16 "
+            + " ".join(f"{r['final_val_loss'] - b:+.4f}" for r, b in zip(doc["runs"][m][:n], base))
+            for m in modes
+            if m != "bf16"
+        ]
+        lines.append(f"per seed {doc['seeds'][:n]}, final val: " + "; ".join(per_seed))
     if doc.get("stopped_early"):
         lines.append(doc["stopped_early"])
     if summ["verdict"]:
