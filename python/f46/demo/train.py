@@ -285,9 +285,12 @@ def calibrate(
     """Warms every mode up (kernels, allocator, autotuning) on a throw-away model, measures its
     step and evaluation time, and returns cfg with the most steps (at most cfg.steps) for
     which cfg.seeds seeds of every mode fit in budget_s (with a 15% margin)."""
-    step_s, eval_s = {}, {}
+    step_s, eval_s, build_s = {}, {}, {}
     for mode in modes:
+        t = time.perf_counter()
         model = build_model(mode, cfg, device, seed=999_999)
+        _sync(device)
+        build_s[mode] = time.perf_counter() - t
         opt = make_optimizer(model, cfg)
         sampler = BatchSampler(corpus["train"], cfg.batch, cfg.model.seq_len, 999_999, device)
         val = fixed_batches(
@@ -309,10 +312,12 @@ def calibrate(
         del model, opt
     per_step = sum(step_s.values())  # one step of every mode
     per_eval_batch = sum(eval_s.values())
-    # A run: steps, (evals - 1) evaluations of eval_batches, the final one, the error table.
+    # A seed: every mode's model, steps, (evals - 1) evaluations of eval_batches, the final
+    # one and the error table; then the plot and results.json (~3 s).
     fixed = (
-        per_eval_batch * ((cfg.evals - 1) * cfg.eval_batches + cfg.final_eval_batches + 4)
-        + 2 * per_step
+        sum(build_s.values())
+        + per_eval_batch * ((cfg.evals - 1) * cfg.eval_batches + cfg.final_eval_batches + 4)
+        + 3.0
     )
     per_seed_budget = 0.85 * budget_s / cfg.seeds
     steps = int((per_seed_budget - fixed) / per_step)
@@ -321,6 +326,7 @@ def calibrate(
         "budget_s": budget_s,
         "step_s": step_s,
         "eval_batch_s": eval_s,
+        "build_s": build_s,
         "steps": steps,
         "projected_s": cfg.seeds * (fixed + steps * per_step),
     }
