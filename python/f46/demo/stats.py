@@ -69,14 +69,6 @@ class Sample:
     def excludes_zero(self) -> bool:
         return self.n >= 2 and abs(self.mean) > self.ci
 
-    def fmt(self, digits: int = 4, sign: bool = False) -> str:
-        """'mean +/- ci95 [min..max]' (just the mean for one value)."""
-        s = "+" if sign else ""
-        m = f"{self.mean:{s}.{digits}f}"
-        if self.n < 2:
-            return m
-        return f"{m} +/- {self.ci:.{digits}f} [{self.min:{s}.{digits}f}..{self.max:{s}.{digits}f}]"
-
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:
@@ -89,12 +81,6 @@ class Verdict:
     gain: Sample | None  # NVFP4 - NVFP4 4/6 per seed
     closed: float  # mean(gain) / mean(gap), nan when not defined
     closed_ci: float  # 95% half width of `closed` (delta method), nan when not defined
-
-    def as_dict(self) -> dict:
-        d = dataclasses.asdict(self)
-        for k in ("closed", "closed_ci"):
-            d[k] = None if math.isnan(d[k]) else d[k]
-        return d
 
 
 def closed_fraction(gap: list, gain: list) -> tuple[float, float]:
