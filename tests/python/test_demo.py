@@ -135,6 +135,7 @@ def test_default_corpus_is_installed_python_source():
     assert c["num_bytes"] >= 2 << 20 and len(c["val"]) > 10_000
     assert c["files"]["train"] > 10 and c["files"]["val"] > 0
     assert b"def " in bytes(c["train"][:200_000].tolist())
+    assert len(c["sha256"]) == 12 and load_corpus(max_bytes=2 << 20)["sha256"] == c["sha256"]
 
 
 # ---- one tiny run over two seeds ---------------------------------------------------------

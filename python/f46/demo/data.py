@@ -6,7 +6,8 @@ comments mixed with code, tens of megabytes, so a demo-sized model cannot memori
 whole to one split, chosen by a hash of their path (5% to validation), so validation text is
 held out by file, not cut from the end of the training text. Files are visited in the order of
 that hash and taken until `max_bytes`; files over 512 KiB (generated tables) are skipped.
-Tokens are bytes (vocabulary 256). `--corpus PATH` replaces it with a local text file, split
+The text thus depends on the installation; its hash is reported with every run. Tokens are
+bytes (vocabulary 256). `--corpus PATH` replaces it with a local text file, split
 90/10 by position.
 """
 
@@ -104,9 +105,17 @@ def _tokens(data: bytes) -> torch.Tensor:
     return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
+def _digest(*parts: bytes) -> str:
+    """Short content hash: runs on different installations read different text."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p)
+    return h.hexdigest()[:12]
+
+
 def load_corpus(path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> dict:
     """Loads the corpus as uint8 tokens: {"train": (N,), "val": (M,), "source": str,
-    "num_bytes": int, "files": {...} or None}."""
+    "num_bytes": int, "files": {...} or None, "sha256": short hash of the text}."""
     if path:
         with open(path, "rb") as f:
             text = f.read()[:max_bytes]
@@ -118,6 +127,7 @@ def load_corpus(path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> 
             "source": os.path.abspath(path),
             "num_bytes": len(tokens),
             "files": None,
+            "sha256": _digest(text),
         }
     c = python_corpus(max_bytes)
     train, val = _tokens(c["train"]), _tokens(c["val"])
@@ -127,6 +137,7 @@ def load_corpus(path: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> 
         "source": f"Python {sys.version.split()[0]} .py files under " + ", ".join(c["roots"]),
         "num_bytes": len(train) + len(val),
         "files": c["files"],
+        "sha256": _digest(c["train"], c["val"]),
     }
 
 

@@ -373,7 +373,7 @@ def run(
             if corpus["files"]
             else ""
         )
-        + f") in {time.perf_counter() - start:.1f} s"
+        + f", sha256 {corpus['sha256']}) in {time.perf_counter() - start:.1f} s"
     )
     calibration = None
     if time_budget_s is not None:
@@ -402,6 +402,7 @@ def run(
             "train_bytes": len(corpus["train"]),
             "val_bytes": len(corpus["val"]),
             "files": corpus["files"],
+            "sha256": corpus["sha256"],
         },
         "calibration": calibration,
         "stopped_early": None,
