@@ -271,6 +271,19 @@ def test_time_budget_calibrates_and_stops_early(tmp_path):
     assert cal2["steps"] == cfg.steps == cfg2.steps  # everything fits: the preset's cap
 
 
+def test_run_without_matplotlib_keeps_the_numbers(tmp_path, monkeypatch):
+    def no_matplotlib(doc, path):
+        raise ImportError("f46.demo needs matplotlib for loss_curves.png")
+
+    monkeypatch.setattr(demo, "plot_loss_curves", no_matplotlib)
+    logged = []
+    doc = demo.run(demo.PRESETS["tiny"].with_steps(2), ["nvfp4"], torch.device("cpu"),
+                   str(tmp_path), seeds=[0], bars=False, log=logged.append)  # fmt: skip
+    assert doc["loss_curves"] is None and any(s.startswith("no plot:") for s in logged)
+    with open(tmp_path / "results.json") as f:
+        assert json.load(f)["seeds"] == [0]
+
+
 def test_same_seed_same_data_and_init():
     corpus = load_corpus(max_bytes=1 << 20)
     a = BatchSampler(corpus["train"], 4, 32, seed=3)

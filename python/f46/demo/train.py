@@ -432,7 +432,10 @@ def run(
         seed_s = max(seed_s, time.perf_counter() - t_seed)
         doc["seeds"].append(seed)
         doc["summary"] = summarize(doc)
-        doc["loss_curves"] = plot_loss_curves(doc, os.path.join(out_dir, "loss_curves.png"))
+        try:
+            doc["loss_curves"] = plot_loss_curves(doc, os.path.join(out_dir, "loss_curves.png"))
+        except ImportError as e:  # no matplotlib: the numbers still count
+            log(f"no plot: {e}")
         doc["wall_time_s"] = time.perf_counter() - start
         with open(os.path.join(out_dir, "results.json"), "w") as f:
             json.dump(doc, f, indent=1)
@@ -519,7 +522,7 @@ def main(argv=None) -> dict:
     )
     print()
     print(format_report(doc))
-    print(f"wrote {doc['loss_curves']} and {os.path.join(args.out, 'results.json')}")
+    print(f"wrote {doc['loss_curves'] or 'no plot'} and {os.path.join(args.out, 'results.json')}")
     print(f"total wall time {time.perf_counter() - start:.0f} s")
     return doc
 
