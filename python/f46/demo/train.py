@@ -163,7 +163,8 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Opti
         {"params": decay, "weight_decay": cfg.weight_decay},
         {"params": other, "weight_decay": 0.0},
     ]
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95))
+    fused = all(p.is_cuda for p in model.parameters())  # one kernel per step on the GPU
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.95), fused=fused or None)
 
 
 def train_step(model: MoELM, opt, x, y, lr: float, cfg: TrainConfig) -> torch.Tensor:
