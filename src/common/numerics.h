@@ -121,6 +121,13 @@ F46_HD uint8_t e2m1_from_float(float v) {
   return static_cast<uint8_t>(c | ((bits(v) >> 28) & 8u));
 }
 F46_HD float clamp6(float v) { return v > 6.0f ? 6.0f : (v < -6.0f ? -6.0f : v); }
+// Sign bit (code bit 3) of the code of x under the inverse scale inv (N5): x's sign, except
+// that a non-NaN x under a NaN inv (a NaN scale byte or global amax) gives +. Taken from x, not
+// from the product x * inv: on x86 the sign of a NaN product with two NaN operands is that of
+// whichever operand the compiler placed first, so it differed between toolchains.
+F46_HD uint32_t code_sign(float x, float inv) {
+  return (is_nan(inv) && !is_nan(x)) ? 0u : (bits(x) >> 28) & 8u;
+}
 
 // ---- Philox4x32-10 and stochastic rounding (N6) --------------------------------------------
 struct U32x4 {

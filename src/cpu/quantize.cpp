@@ -58,12 +58,14 @@ void write_codes(const Job& job, int64_t r, int64_t c0, uint8_t scale, float ama
     uint8_t q[2];
     for (int k = 0; k < 2; ++k) {
       const float v = num::clamp6(num::mul(x[i + k], inv));
+      uint8_t c;
       if (sr) {
         const uint64_t idx = job.index_base + static_cast<uint64_t>(r * job.cols + c0 + i + k);
-        q[k] = num::e2m1_from_float_stochastic(v, num::random_bits(cfg.seed, cfg.offset, idx));
+        c = num::e2m1_from_float_stochastic(v, num::random_bits(cfg.seed, cfg.offset, idx));
       } else {
-        q[k] = num::e2m1_from_float(v);
+        c = num::e2m1_from_float(v);
       }
+      q[k] = static_cast<uint8_t>((c & 7u) | num::code_sign(x[i + k], inv));  // N5 sign rule
     }
     out[i / 2] = static_cast<uint8_t>(q[0] | (q[1] << 4));
   }

@@ -131,6 +131,27 @@ TEST(NonFinite, NaNMakesEverythingNaN) {
   }
 }
 
+// N3.2: code signs come from x, not from a NaN product, so a NaN global amax of either sign gives
+// the same codes (7 with sign + for finite x, x's sign for a NaN x). Before, the sign of
+// x * NaN-inv depended on the compiler's operand order and differed between CPU builds.
+TEST(NonFinite, NaNAmaxSignDoesNotChangeCodes) {
+  std::vector<float> v = test::random_values(4 * 32, 3);
+  v[5] = test::bits_float(0xFFC00000u);  // -NaN element
+  v[40] = test::bits_float(0x7FC00000u);  // +NaN element
+  const HostTensor x = test::make_matrix(DType::kFloat32, 4, 32, v);
+  for (Rule r : {Rule::kMAE, Rule::kAll6}) {
+    QuantizeConfig cfg;
+    cfg.rule = r;
+    const auto qp = test::quantize_host(x, tensor_amax(test::bits_float(0x7FC00000u)), cfg);
+    const auto qn = test::quantize_host(x, tensor_amax(test::bits_float(0xFFC00000u)), cfg);
+    EXPECT_EQ(qp.codes.bytes(), qn.codes.bytes());
+    for (int i = 0; i < 4 * 32; ++i) {
+      const uint8_t want = (i == 5) ? 0xF : 0x7;
+      EXPECT_EQ(code_at(qn.codes, i / 32, i % 32), want) << "element " << i;
+    }
+  }
+}
+
 TEST(NonFinite, InfMakesEveryDequantizedValueNonFinite) {
   std::vector<float> v = test::random_values(32 * 64, 2);
   v[7] = -INFINITY;

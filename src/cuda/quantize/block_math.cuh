@@ -89,11 +89,8 @@ F46_HD float e2m1_round_abs(float v_abs) {
 F46_HD uint32_t e2m1_magnitude(float grid_value) {
   return num::bits(num::mul(grid_value, 1.17549435082228750797e-38f)) >> 22;
 }
-// Sign bit (as code bit 3) of x * inv as the CPU reference computes it: x86 multiplies return
-// the first NaN operand, so a NaN x keeps its sign and a NaN inv gives +NaN (N9).
-F46_HD uint32_t code_sign(float x, float inv) {
-  return (num::is_nan(inv) && !num::is_nan(x)) ? 0u : (num::bits(x) >> 28) & 8u;
-}
+// Sign bit (as code bit 3) of the code of x under inv, the rule of N3.2 (num::code_sign).
+F46_HD uint32_t code_sign(float x, float inv) { return num::code_sign(x, inv); }
 
 template <QuantMode M>
 constexpr bool is_error_rule() {  // a 4/6 decision by the candidates' errors
