@@ -11,6 +11,7 @@ from torch import nn
 
 from .experts import autocast_dtype
 from .functional import grouped_mm, linear
+from .grouped_pair import grouped_mm_pair
 from .quantized import WeightCache
 from .recipe import Recipe
 
@@ -171,8 +172,8 @@ class F46GroupedExperts(nn.Module):
         x = x.to(autocast_dtype(x))  # under autocast, compute as nn.Linear does
         offs = torch.cumsum(num_tokens_per_expert.to(x.device), dim=0).to(torch.int32)  # (E)
         r = self.recipe
-        h1 = grouped_mm(x, self._weight("w1", x), offs, recipe=r)  # (T, F)
-        h3 = grouped_mm(x, self._weight("w3", x), offs, recipe=r)  # (T, F)
+        # gate and up projections with x quantized once; bitwise two grouped_mm calls
+        h1, h3 = grouped_mm_pair(x, self._weight("w1", x), self._weight("w3", x), offs, r)  # (T, F)
         h = F.silu(h1) * h3
         return grouped_mm(h, self._weight("w2", h), offs, recipe=r)  # (T, D)
 

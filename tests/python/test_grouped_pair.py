@@ -86,9 +86,14 @@ def test_pair_rejects_what_grouped_mm_rejects(device):
         grouped_mm_pair(a, b1, b3, offs[:-1], f46.Recipe())
 
 
-def test_experts_layer_uses_pair_bitwise(device):
-    """F46GroupedExperts forward + backward equals the layer written with two grouped_mm
-    calls for the gate and up projections."""
+def test_experts_layer_uses_pair_bitwise(device, monkeypatch):
+    """F46GroupedExperts forward + backward goes through the shared-A Function and equals the
+    layer written with two grouped_mm calls for the gate and up projections."""
+    import f46.grouped_pair as gp
+
+    calls = []
+    real_apply = gp._GroupedMMPair.apply
+    monkeypatch.setattr(gp._GroupedMMPair, "apply", lambda *a: calls.append(1) or real_apply(*a))
     recipe = RECIPES["quantized"]
     torch.manual_seed(0)
     layer = f46.F46GroupedExperts(64, 48, 4, recipe).to(device)
@@ -100,6 +105,7 @@ def test_experts_layer_uses_pair_bitwise(device):
     x0 = x.clone().requires_grad_()
     f46.reset_sr_offset()
     layer(x0, counts).backward(gy)
+    assert calls == [1]
     got = [x0.grad] + [p.grad.clone() for p in (layer.w1, layer.w2, layer.w3)]
     layer.zero_grad()
     x1 = x.clone().requires_grad_()
