@@ -3,6 +3,7 @@ dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured i
 
 Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
 Prints: shape | mode | ms | x BF16 (BF16 time / f46 time), then the geometric mean per mode.
+F46_LAYER_TWO_CALLS=1 (default) also times the layer with gate/up as two grouped_mm calls.
 Uneven (seeded log-normal) routing; tokens sorted by expert; CUDA events, median of REPS.
 """
 
@@ -20,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import f46  # noqa: E402
 
 REPS = int(os.environ.get("F46_BENCH_REPS", "7"))
+TWO_CALLS = os.environ.get("F46_LAYER_TWO_CALLS", "1") == "1"  # also time the pre-pair layer
 # name, E, tokens, dim D, hidden F
 MOE = [
     ("Mixtral", 8, 16384, 4096, 14336),
@@ -94,6 +96,20 @@ def main() -> None:
                 f"| {label} | f46 4/6, {mode} bwd | {ms:8.2f} | {flops / ms / 1e9:6.1f} | "
                 f"{base / ms:.3f} |"
             )
+            if TWO_CALLS:
+
+                def run_two():  # the layer before grouped_mm_pair: x quantized per GEMM
+                    r = layer.recipe
+                    h = F.silu(f46.grouped_mm(x, layer.w1, offs, recipe=r)) * f46.grouped_mm(
+                        x, layer.w3, offs, recipe=r
+                    )
+                    f46.grouped_mm(h, layer.w2, offs, recipe=r).backward(gy)
+
+                ms2 = median_ms(run_two)
+                print(
+                    f"| {label} | f46 4/6, {mode} bwd, gate/up as two calls | {ms2:8.2f} | "
+                    f"{flops / ms2 / 1e9:6.1f} | {base / ms2:.3f} |"
+                )
             del layer
         del x, gy, w1, w2, w3
         torch.cuda.empty_cache()
