@@ -3,7 +3,8 @@ dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured i
 
 Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
 Prints: shape | mode | ms | x BF16 (BF16 time / f46 time), then the geometric mean per mode.
-F46_LAYER_TWO_CALLS=1 (default) also times the layer with gate/up as two grouped_mm calls.
+F46_LAYER_TWO_CALLS=1 (default) also times the layer as it was before 2026-12-06: gate/up as two
+grouped_mm calls, grouped weights quantized by one group-scope call (PER_EXPERT_MAX_E = 0).
 Uneven (seeded log-normal) routing; tokens sorted by expert; CUDA events, median of REPS.
 """
 
@@ -98,16 +99,20 @@ def main() -> None:
             )
             if TWO_CALLS:
 
-                def run_two():  # the layer before grouped_mm_pair: x quantized per GEMM
-                    r = layer.recipe
+                def run_two():  # the layer before this session: x quantized per GEMM, weights
+                    r = layer.recipe  # quantized by one group-scope call
+                    f46.quantized.PER_EXPERT_MAX_E = 0
                     h = F.silu(f46.grouped_mm(x, layer.w1, offs, recipe=r)) * f46.grouped_mm(
                         x, layer.w3, offs, recipe=r
                     )
                     f46.grouped_mm(h, layer.w2, offs, recipe=r).backward(gy)
+                    f46.quantized.PER_EXPERT_MAX_E = per_expert
 
+                per_expert = f46.quantized.PER_EXPERT_MAX_E
                 ms2 = median_ms(run_two)
+                ratios.setdefault(f"{mode}, before", []).append(base / ms2)
                 print(
-                    f"| {label} | f46 4/6, {mode} bwd, gate/up as two calls | {ms2:8.2f} | "
+                    f"| {label} | f46 4/6, {mode} bwd, before | {ms2:8.2f} | "
                     f"{flops / ms2 / 1e9:6.1f} | {base / ms2:.3f} |"
                 )
             del layer

@@ -155,6 +155,12 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     w2 = w.contiguous().view(e * n, k)
     offs = expert_row_offsets(e, n, w.device)
     amax = ops.amax(w2, scope="group", offsets=offs)  # (E)
+    if 0 < e <= PER_EXPERT_MAX_E:
+        c, s, ct, st = _quantize_experts(w2.view(e, n, k), amax, recipe, columnwise)
+        return QuantizedWeight(
+            c, s, amax, ct, st, recipe.scale_bound, block, recipe.err_mode, True,
+            weight_key(w, recipe, columnwise),
+        )  # fmt: skip
     c, s, ct, st = ops.quantize(
         w2,
         amax,
@@ -185,6 +191,37 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
         True,
         weight_key(w, recipe, columnwise),
     )
+
+
+# Grouped weights with at most this many experts are quantized one expert at a time with the
+# expert's amax as a per-tensor amax (N2: the same numbers as the group scope, bitwise): on CUDA
+# the per-tensor bf16 weight kernels are the tuned lean ones (the layer profile showed the
+# group-scope tile kernel at 6.8 of 47 ms), and each expert's columnwise output
+# lands in its own (K, N/2) slab without a permute copy. More experts: one group-scope call
+# (launch count). Measured in bench/RESULTS.md ("Layer").
+PER_EXPERT_MAX_E = 32
+
+
+def _quantize_experts(w: torch.Tensor, amax: torch.Tensor, recipe: Recipe, columnwise: bool):
+    """w (E, N, K), amax (E) -> codes (E, N, K/2), scales (E, N, K/blk...), and when columnwise
+    codes_t (E, K, N/2), scales_t (E, K, N/16); per expert ops.quantize with scope tensor."""
+    outs = [
+        ops.quantize(
+            w[g],
+            amax[g : g + 1],
+            scope="tensor",
+            rule=recipe.err_mode,
+            scale_bound=recipe.scale_bound,
+            block=recipe.weight_block,
+            columnwise=columnwise,
+        )
+        for g in range(w.shape[0])
+    ]
+    c = torch.stack([o[0] for o in outs])
+    s = torch.stack([o[1] for o in outs])
+    if not columnwise:
+        return c, s, None, None
+    return c, s, torch.stack([o[2] for o in outs]), torch.stack([o[3] for o in outs])
 
 
 def _check_weight_shape(n: int, k: int, block: int, columnwise: bool, what: str) -> None:
