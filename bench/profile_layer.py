@@ -30,15 +30,18 @@ SHAPES = os.environ.get("F46_PROFILE_SHAPES", "")  # comma-separated names, defa
 # First match wins: (category, regex on the demangled kernel name).
 CATEGORIES = [
     ("quantize lean rows", r"quantize_rows_lean|lean_tensor"),
-    ("quantize lean row+col", r"rowcol|rc_walk"),
-    ("quantize lean 16x16", r"quad"),
-    ("quantize tile", r"quantize_tile|tile_kernel"),
-    ("quantize other", r"quantiz"),
-    ("dequantize", r"dequant"),
+    ("quantize lean row+col", r"rowcol_lean"),
+    ("quantize lean 16x16", r"quad_kernel"),
+    ("quantize tile", r"quantize_tile_kernel"),
+    ("quantize other", r"quantize"),
+    ("gemm operand dequantize (plan a)", r"dequant_bf16_kernel"),
+    ("dequantize", r"dequantize"),
     ("amax", r"amax"),
-    ("pad/unpad", r"pad"),
-    ("gemm f46 epilogue", r"epilogue"),
-    ("gemm", r"gemm|cutlass|sm90|nvjet|Kernel2|cublas|wgmma|grouped_mm"),
+    ("pad/unpad", r"pad_rows|unpad|pad_"),
+    ("gemm epilogue (f46)", r"gemm_epilogue_kernel"),
+    ("gemm fused fp4 (plan b)", r"fused_fp4"),
+    ("gemm torch (bf16)", r"enable_3x_kernel|at4cuda|nvjet|cublas|sm90_xmma"),
+    ("gemm cutlass (f46)", r"cutlass|gemm"),
     ("copy", r"[Cc]opy|memcpy|Memcpy"),
     ("elementwise/other", r".*"),
 ]
@@ -72,8 +75,10 @@ def summarize(label: str, times: dict[str, float], bf16_ms: float, bf16_gemm: fl
     for name, ms in times.items():
         cats[category(name)] += ms
     total = sum(cats.values())
-    print(f"\n#### {label}: {total:.2f} ms of kernels per step (BF16 layer {bf16_ms:.2f} ms, "
-          f"its GEMMs {bf16_gemm:.2f} ms = the floor)")
+    print(
+        f"\n#### {label}: {total:.2f} ms of kernels per step (BF16 layer {bf16_ms:.2f} ms, "
+        f"its GEMMs {bf16_gemm:.2f} ms = the floor)"
+    )
     print("| category | ms | share |\n|---|---|---|")
     for cat, ms in sorted(cats.items(), key=lambda kv: -kv[1]):
         print(f"| {cat} | {ms:.2f} | {ms / total:.1%} |")
@@ -99,7 +104,7 @@ def main() -> None:
         w2 = (torch.randn(e, d, f, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
         bt = kernel_times(lambda: bf16_layer(x, w1, w3, w2, offs).backward(gy))
         bf16_ms = sum(bt.values())
-        bf16_gemm = sum(ms for n, ms in bt.items() if category(n) == "gemm")
+        bf16_gemm = sum(ms for n, ms in bt.items() if category(n).startswith("gemm"))
         label = f"{name} E{e} T{t} D{d} F{f}"
         for mode in ("quantized", "dequantized"):
             layer = f46.F46GroupedExperts.from_bf16(
