@@ -10,6 +10,7 @@ import dataclasses
 from typing import Optional
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from . import ops
 from .recipe import GRAD_RULE, GRAD_SCALE_BOUND, Recipe
@@ -95,14 +96,28 @@ class QuantizedWeight:
         return w.view(e, n, k2 * 2)
 
 
+# Optimizer steps taken so far by any torch.optim optimizer. Fused optimizers (AdamW(fused=True))
+# update parameters in place without bumping their version counter, so a cached quantized
+# weight keyed only by w._version would outlive the step (seen: stale weights in evaluation).
+_optimizer_steps = [0]
+
+
+def _count_optimizer_step(*_args) -> None:
+    _optimizer_steps[0] += 1
+
+
+register_optimizer_step_post_hook(_count_optimizer_step)
+
+
 def weight_key(w: torch.Tensor, recipe: Recipe, columnwise: bool) -> tuple:
-    """Identity of a weight version: storage, in-place version counter, shape, recipe.
-    Empty under torch.compile (the cache is an eager-mode feature)."""
+    """Identity of a weight version: storage, in-place version counter, optimizer steps taken,
+    shape, recipe. Empty under torch.compile (the cache is an eager-mode feature)."""
     if torch.compiler.is_compiling():
         return ()
     return (
         w.data_ptr(),
         w._version,
+        _optimizer_steps[0],
         tuple(w.shape),
         w.dtype,
         w.device,

@@ -103,3 +103,23 @@ def test_grouped_experts_equals_manual_swiglu(device, mode):
         assert w.grad is not None and w.grad[1].abs().sum() == 0  # expert 1 has no tokens
     with torch.no_grad():  # cached prequantized experts give the same numbers
         bitwise(mod(x, ntok), out.detach())
+
+
+def test_weight_cache_follows_fused_optimizer_steps():
+    """AdamW(fused=True) updates weights in place without bumping their version counter; the
+    cached quantized weight of an F46Linear must still follow the step (no stale evaluation)."""
+    torch.manual_seed(0)
+    lin = f46.F46Linear(32, 16, recipe=f46.Recipe())
+    opt = torch.optim.AdamW(lin.parameters(), lr=0.1, fused=True)
+    x = torch.randn(8, 32)
+    with torch.no_grad():
+        before = lin(x)  # fills the cache
+    lin(x).square().sum().backward()
+    v = lin.weight._version
+    opt.step()
+    assert lin.weight._version == v  # the premise: fused steps do not bump the version
+    with torch.no_grad():
+        after = lin(x)
+        fresh = f46.linear(x, lin.weight.detach(), lin.bias.detach(), lin.recipe)
+    assert not torch.equal(after, before)
+    assert torch.equal(after, fresh)
