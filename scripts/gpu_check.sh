@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|bench|layer|profile|demo|all]...
+# summary last.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|probe|diag|test|sanitize|pytest|consumer|bench|layer|profile|demo|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -34,7 +34,7 @@ fi
 
 if has probe; then  # host encode_scale / plain scale of a sub-normal amax with the build's compiler
   CXX_BIN=$(grep -m1 "CMAKE_CXX_COMPILER:" "$B/CMakeCache.txt" | cut -d= -f2); CXX_BIN=${CXX_BIN:-g++}
-  "$CXX_BIN" -std=gnu++20 -O3 -DNDEBUG -ffp-contract=off -Isrc -Iinclude -isystem /usr/local/cuda/include \
+  "$CXX_BIN" -std=gnu++20 -O3 -DNDEBUG -ffp-contract=off -fno-thread-jumps -Isrc -Iinclude -isystem /usr/local/cuda/include \
     dev/probe_encode_scale.cpp -o "$B/probe_encode_scale" > "$OUT/probe.log" 2>&1 && "$B/probe_encode_scale" >> "$OUT/probe.log" 2>&1
   note "probe rc=$? $(tr '\n' ' ' < "$OUT/probe.log" | head -c 400)"
 fi
