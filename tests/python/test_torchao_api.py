@@ -349,9 +349,13 @@ def test_training_config_validation():
         T._quantize_then_scaled_grouped_mm(_x(), _x().view(1, 32, 64), object())
 
 
-def test_quantize_with_grouped_op_config_is_a_clear_error():
-    with pytest.raises(NotImplementedError, match="convert_model"):
-        T.quantize_(torch.nn.Linear(128, 128), T.NVFP4FourOverSixTrainingOpConfig())
+def test_quantize_with_grouped_op_config_leaves_2d_weights_alone():
+    """The op config wraps 3-D (expert) weights only (test_torchao_grouped_weight.py); a
+    Linear's weight stays a plain Parameter, the same object."""
+    lin = torch.nn.Linear(128, 128)
+    w = lin.weight
+    T.quantize_(lin, T.NVFP4FourOverSixTrainingOpConfig())
+    assert lin.weight is w and type(lin.weight) is torch.nn.Parameter
 
 
 def test_default_recipe_is_torchao_or_a_clear_error():

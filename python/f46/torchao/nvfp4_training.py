@@ -158,12 +158,17 @@ def quantize_(
     from .config import NVFP4FourOverSixTrainingOpConfig
 
     if isinstance(config, NVFP4FourOverSixTrainingOpConfig):
-        raise NotImplementedError(
-            "quantize_ with NVFP4FourOverSixTrainingOpConfig (torchao's weight-wrapper tensors "
-            "that reroute torch._grouped_mm) is not provided by f46; convert experts with "
-            "f46.convert_model, or call _quantize_then_scaled_grouped_mm / "
-            "four_over_six_grouped_mm with the config's knobs"
-        )
+        # torchao's op-config path: the matched modules' 3-D (expert) weights become wrappers
+        # whose torch._grouped_mm runs the four-over-six grouped GEMM (grouped_weight.py).
+        from .grouped_weight import wrap_parameters
+
+        if device is not None:
+            model.to(device=device)
+        wrap = filter_fn if filter_fn is not _is_linear else None
+        for fqn, m in model.named_modules():
+            if wrap is None or wrap(m, fqn):
+                wrap_parameters(m, config)
+        return None
     if not isinstance(config, NVFP4TrainingConfig):
         try:
             from torchao.quantization import quantize_ as torchao_quantize_
