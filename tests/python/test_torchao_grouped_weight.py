@@ -63,3 +63,29 @@ def test_other_ops_see_a_plain_tensor(device):
     assert type(s) is torch.Tensor
     assert type(model.w * 2) is torch.Tensor
     assert isinstance(model.w.transpose(-2, -1), FourOverSixGroupedWeight)
+
+
+def test_torchtitan_grouped_experts(device):
+    """torchtitan 0.3's GroupedExperts (w.bfloat16().transpose(-2, -1) into torch._grouped_mm)
+    after quantize_ equals its SwiGLU written with four_over_six_grouped_mm, bitwise."""
+    moe = pytest.importorskip("torchtitan.models.common.moe")
+    import torch.nn.functional as F
+
+    torch.manual_seed(1)
+    ex = moe.GroupedExperts(moe.GroupedExperts.Config(dim=128, hidden_dim=128, num_experts=4))
+    for p in ex.parameters():
+        nn.init.normal_(p, std=0.05)
+    ex = ex.to(device=device, dtype=torch.bfloat16)
+    w1, w2, w3 = (p.detach().clone() for p in (ex.w1_EFD, ex.w2_EDF, ex.w3_EFD))
+    counts = torch.tensor([16, 0, 40, 24], device=device)
+    x = torch.randn(80, 128, device=device, dtype=torch.bfloat16)
+    knobs = dict(backward_override="dequantized")
+    quantize_(ex, NVFP4FourOverSixTrainingOpConfig(**knobs))
+    y = ex(x, counts)
+    offs = counts.cumsum(0).to(torch.int32)
+
+    def f(a, w):
+        return four_over_six_grouped_mm(a, w, offs, **knobs)
+
+    want = f(F.silu(f(x, w1)) * f(x, w3), w2)
+    assert torch.equal(y, want)

@@ -4,7 +4,8 @@ parameters, as torchao's op-config path does with its weight-wrapper tensors.
 
 A FourOverSixGroupedWeight is the weight itself (same storage, dtype, shape); every op but
 torch._grouped_mm sees a plain tensor, and the view ops a grouped-experts module applies
-before the GEMM (transpose, permute, t, view, reshape, contiguous, indexing, to) keep the wrapper.
+before the GEMM (transpose, permute, t, view, reshape, contiguous, indexing, to, dtype casts)
+keep the wrapper.
 torch._grouped_mm(A, W.transpose(-2, -1), offs, bias) with A 2-D and W (E, N, K) goes to
 utils._quantize_then_scaled_grouped_mm with the wrapper's config; any other call runs unchanged.
 """
@@ -25,6 +26,9 @@ _KEEP = {
     torch.Tensor.contiguous,
     torch.Tensor.__getitem__,
     torch.Tensor.to,
+    torch.Tensor.bfloat16,
+    torch.Tensor.float,
+    torch.Tensor.half,
     torch.Tensor.detach,
 }
 
