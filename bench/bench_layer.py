@@ -47,6 +47,18 @@ def bf16_layer(x, w1, w3, w2, offs):
     return torch._grouped_mm(h, w2.transpose(-2, -1), offs)
 
 
+def layer_operands(e, t, d, f, gen, dev):
+    """Routing counts (E), offsets (E) int32, x and dy (T, D), w1/w3 (E, F, D), w2 (E, D, F)."""
+    counts = routing(e, t, gen).to(dev)
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    x = (torch.randn(t, d, device=dev) * 0.5).to(torch.bfloat16).requires_grad_()
+    gy = torch.randn(t, d, device=dev).to(torch.bfloat16)
+    w1 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+    w3 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+    w2 = (torch.randn(e, d, f, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+    return counts, offs, x, gy, w1, w3, w2
+
+
 def median_ms(fn) -> float:
     for _ in range(2):
         fn()
@@ -67,13 +79,7 @@ def main() -> None:
     ratios: dict[str, list[float]] = {"quantized": [], "dequantized": []}
     print("| shape | mode | ms | TFLOP/s | x BF16 |\n|---|---|---|---|---|")
     for name, e, t, d, f in MOE:
-        counts = routing(e, t, gen).to(dev)
-        offs = torch.cumsum(counts, 0).to(torch.int32)
-        x = (torch.randn(t, d, device=dev) * 0.5).to(torch.bfloat16).requires_grad_()
-        gy = torch.randn(t, d, device=dev).to(torch.bfloat16)
-        w1 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
-        w3 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
-        w2 = (torch.randn(e, d, f, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+        counts, offs, x, gy, w1, w3, w2 = layer_operands(e, t, d, f, gen, dev)
         flops = 18.0 * t * d * f  # 3 GEMMs forward, 6 backward
 
         def run_bf16():

@@ -21,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import f46  # noqa: E402
-from bench_layer import MOE, bf16_layer, routing  # noqa: E402
+from bench_layer import MOE, bf16_layer, layer_operands  # noqa: E402
 
 REPS = int(os.environ.get("F46_PROFILE_REPS", "3"))
 TOP = int(os.environ.get("F46_PROFILE_TOP", "12"))
@@ -93,15 +93,10 @@ def main() -> None:
     dev = torch.device("cuda")
     want = {s for s in SHAPES.split(",") if s}
     for name, e, t, d, f in MOE:
-        counts = routing(e, t, gen).to(dev)
+        operands = layer_operands(e, t, d, f, gen, dev)  # same draws as bench_layer
         if want and name not in want:
             continue
-        offs = torch.cumsum(counts, 0).to(torch.int32)
-        x = (torch.randn(t, d, device=dev) * 0.5).to(torch.bfloat16).requires_grad_()
-        gy = torch.randn(t, d, device=dev).to(torch.bfloat16)
-        w1 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
-        w3 = (torch.randn(e, f, d, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
-        w2 = (torch.randn(e, d, f, device=dev) * 0.02).to(torch.bfloat16).requires_grad_()
+        counts, offs, x, gy, w1, w3, w2 = operands
         bt = kernel_times(lambda: bf16_layer(x, w1, w3, w2, offs).backward(gy))
         bf16_ms = sum(bt.values())
         bf16_gemm = sum(ms for n, ms in bt.items() if category(n).startswith("gemm"))

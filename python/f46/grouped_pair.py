@@ -121,7 +121,5 @@ def grouped_mm_pair(
     _check_grouped(a, e, n, k, offs, None, recipe)
     sr1 = next_sr_offset(recipe)  # the two calls' offsets, in their order
     sr3 = next_sr_offset(recipe)
-    need_da, need_db1, _ = _needs_grad(a, b1, None)
-    need_db3 = _needs_grad(a, b3, None)[1]
-    needs = (need_da, need_db1, need_db3)
+    needs = _needs_grad(a, b1, b3)  # (dA, dB1, dB3)
     return _GroupedMMPair.apply(a.contiguous(), b1, b3, offs, recipe, sr1, sr3, needs)

@@ -172,28 +172,8 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     amax = ops.amax(w2, scope="group", offsets=offs)  # (E)
     if 0 < e <= PER_EXPERT_MAX_E:
         c, s, ct, st = _quantize_experts(w2.view(e, n, k), amax, recipe, columnwise)
-        return QuantizedWeight(
-            c, s, amax, ct, st, recipe.scale_bound, block, recipe.err_mode, True,
-            weight_key(w, recipe, columnwise),
-        )  # fmt: skip
-    c, s, ct, st = ops.quantize(
-        w2,
-        amax,
-        offsets=offs,
-        scope="group",
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=block,
-        columnwise=columnwise,
-    )
-    c = c.view(e, n, k // 2)
-    s = s.view(e, n, k // 16)
-    if columnwise:
-        # (K, E*N/2) -> (E, K, N/2): expert g owns columns [g*N, (g+1)*N) of W^T.
-        ct = ct.view(k, e, n // 2).permute(1, 0, 2).contiguous()
-        st = st.view(k, e, n // 16).permute(1, 0, 2).contiguous()
     else:
-        ct = st = None
+        c, s, ct, st = _quantize_group(w2, amax, offs, e, recipe, columnwise)
     return QuantizedWeight(
         c,
         s,
@@ -217,9 +197,31 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
 PER_EXPERT_MAX_E = 32
 
 
+def _quantize_group(w2, amax, offs, e: int, recipe: Recipe, columnwise: bool):
+    """w2 (E*N, K) in one group-scope call -> the outputs of _quantize_experts."""
+    n, k = w2.shape[0] // e, w2.shape[1]
+    c, s, ct, st = ops.quantize(
+        w2,
+        amax,
+        offsets=offs,
+        scope="group",
+        rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound,
+        block=recipe.weight_block,
+        columnwise=columnwise,
+    )
+    if not columnwise:
+        return c.view(e, n, k // 2), s.view(e, n, k // 16), None, None
+    # (K, E*N/2) -> (E, K, N/2): expert g owns columns [g*N, (g+1)*N) of W^T.
+    ct = ct.view(k, e, n // 2).permute(1, 0, 2).contiguous()
+    st = st.view(k, e, n // 16).permute(1, 0, 2).contiguous()
+    return c.view(e, n, k // 2), s.view(e, n, k // 16), ct, st
+
+
 def _quantize_experts(w: torch.Tensor, amax: torch.Tensor, recipe: Recipe, columnwise: bool):
-    """w (E, N, K), amax (E) -> codes (E, N, K/2), scales (E, N, K/blk...), and when columnwise
-    codes_t (E, K, N/2), scales_t (E, K, N/16); per expert ops.quantize with scope tensor."""
+    """w (E, N, K), amax (E) -> codes (E, N, K/2), scales (E, N, K/16), and when columnwise
+    codes_t (E, K, N/2), scales_t (E, K, N/16) (else None); ops.quantize per expert, scope
+    tensor."""
     outs = [
         ops.quantize(
             w[g],

@@ -209,7 +209,7 @@ F46_HD void rht16(const float* x, float* y) {
 F46_HD float encode_scale(float amax, float bound) {
   float s = div(mul(bound, 6.0f), amax);
   s = min_keep_nan(s, kFltMax);
-  if (abs_bits(amax) == 0u || abs_bits(s) == 0u) s = 1.0f;  // on the bits: a sub-normal A is not 0
+  if (amax == 0.0f || s == 0.0f) s = 1.0f;
   return s;
 }
 // Dequantization factor of one block (N8).

@@ -89,9 +89,6 @@ F46_HD float e2m1_round_abs(float v_abs) {
 F46_HD uint32_t e2m1_magnitude(float grid_value) {
   return num::bits(num::mul(grid_value, 1.17549435082228750797e-38f)) >> 22;
 }
-// Sign bit (as code bit 3) of the code of x under inv, the rule of N3.2 (num::code_sign).
-F46_HD uint32_t code_sign(float x, float inv) { return num::code_sign(x, inv); }
-
 template <QuantMode M>
 constexpr bool is_error_rule() {  // a 4/6 decision by the candidates' errors
   return M == QuantMode::kMAE || M == QuantMode::kMSE || M == QuantMode::kAbsMax;
@@ -114,7 +111,7 @@ static F46_HD_NOINLINE uint64_t reference_codes(const Block16 x, float inv) {
 #pragma unroll
   for (int i = 0; i < 16; ++i) {
     const float g = e2m1_round_abs(num::mul(num::abs(x.v[i]), inv));
-    codes |= static_cast<uint64_t>(e2m1_magnitude(g) | code_sign(x.v[i], inv)) << (4 * i);
+    codes |= static_cast<uint64_t>(e2m1_magnitude(g) | num::code_sign(x.v[i], inv)) << (4 * i);
   }
   return codes;
 }
@@ -122,7 +119,7 @@ static F46_HD_NOINLINE uint64_t reference_codes(const Block16 x, float inv) {
 static F46_HD_NOINLINE uint64_t reference_signs(const Block16 x, float inv) {
   uint64_t s = 0;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) s |= static_cast<uint64_t>(code_sign(x.v[i], inv)) << (4 * i);
+  for (int i = 0; i < 16; ++i) s |= static_cast<uint64_t>(num::code_sign(x.v[i], inv)) << (4 * i);
   return s;
 }
 
