@@ -12,6 +12,7 @@ from typing import Callable, Optional, Sequence, Union
 import torch
 
 from .functional import grouped_mm
+from .grouped_pair import grouped_mm_pair
 from .recipe import Recipe
 
 
@@ -87,7 +88,10 @@ def routed_mlp(
     dtype = autocast_dtype(x)
     perm, offs = group_by_expert(top_k_index.reshape(-1), e)  # (S), (E), S = T * k
     xs = x.to(dtype)[perm // k]  # (S, D), rows grouped by expert
-    hs = [grouped_mm(xs, w, offs, bias=b_in, recipe=recipe) for w in ws]  # (S, N_in) each
+    if len(ws) == 2:  # separate gate and up weights: xs quantized once, bitwise two calls
+        hs = list(grouped_mm_pair(xs, ws[0], ws[1], offs, recipe))  # (S, N_in) each
+    else:
+        hs = [grouped_mm(xs, w, offs, bias=b_in, recipe=recipe) for w in ws]  # (S, N_in) each
     h = activation(*hs)  # (S, F)
     y = grouped_mm(h.to(dtype), w_out, offs, bias=b_out, recipe=recipe)  # (S, D)
     if post is not None:

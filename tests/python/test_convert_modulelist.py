@@ -123,13 +123,18 @@ def test_conversion_is_grouped_and_keeps_the_router():
     assert (again.nvfp4_numel, again.matmul_numel) == (rep.nvfp4_numel, rep.matmul_numel)
     # one grouped GEMM per projection (gate, up, down) per layer; the expert MLPs never run
     calls = []
-    real = f46_experts.grouped_mm
+    real, real_pair = f46_experts.grouped_mm, f46_experts.grouped_mm_pair
 
     def spy(*a, **k):
         calls.append(a[1].shape)
         return real(*a, **k)
 
+    def spy_pair(*a, **k):  # gate and up: one call with x quantized once
+        calls.extend([a[1].shape, a[2].shape])
+        return real_pair(*a, **k)
+
     f46_experts.grouped_mm = spy
+    f46_experts.grouped_mm_pair = spy_pair
 
     def refuse(*_):
         raise AssertionError("an expert MLP ran on its own")
@@ -143,7 +148,7 @@ def test_conversion_is_grouped_and_keeps_the_router():
         with torch.no_grad():
             model(tokens())
     finally:
-        f46_experts.grouped_mm = real
+        f46_experts.grouped_mm, f46_experts.grouped_mm_pair = real, real_pair
         for h in hooks:
             h.remove()
     assert calls == [(E, FFN, DIM), (E, FFN, DIM), (E, DIM, FFN)] * 2
