@@ -9,17 +9,6 @@ Numbers: docs/numerics.md. Low-level custom ops: f46.ops.
 """
 
 from . import ops  # noqa: F401  (loads the torch custom ops)
-from .compat import (  # noqa: F401  (torchao's names, torchao's meanings: f46.torchao)
-    four_over_six_dequantize,
-    four_over_six_global_encode_scale,
-    four_over_six_grouped_mm,
-    four_over_six_linear,
-    four_over_six_mm,
-    four_over_six_quantize,
-    nvfp4_dequantize,
-    pad_token_groups,
-    unpad_token_groups,
-)
 from .convert import ConversionReport, convert_model  # noqa: F401
 from .functional import grouped_mm, linear  # noqa: F401
 from .modules import F46GroupedExperts, F46Linear  # noqa: F401
@@ -31,6 +20,20 @@ from .quantized import (  # noqa: F401
     reset_sr_offset,
 )
 from .recipe import Recipe  # noqa: F401
+
+# torchao's names at the top level mean what torchao means (f46.torchao: its signatures, layouts,
+# returns and ValueErrors). f46's own pad/unpad pair is f46.functional.pad_token_groups.
+from .torchao import (  # noqa: F401
+    four_over_six_dequantize,
+    four_over_six_global_encode_scale,
+    four_over_six_grouped_mm,
+    four_over_six_linear,
+    four_over_six_mm,
+    four_over_six_quantize,
+    nvfp4_dequantize,
+    pad_token_groups,
+    unpad_token_groups,
+)
 
 __all__ = [
     "Recipe",

@@ -1,4 +1,4 @@
-"""Quantized-tensor helpers shared by the autograd functions, modules and compat layer.
+"""Quantized-tensor helpers shared by the autograd functions, modules and f46.torchao.
 
 Every helper is a thin composition of the f46 custom ops (python/f46/ops.py); no numerics are
 re-implemented here. Section numbers refer to docs/numerics.md.
