@@ -116,3 +116,27 @@ def train_steps(model, optimizer, loss_fn, expert_params, router_params, steps=1
         optimizer.step()
     assert all(torch.isfinite(torch.tensor(losses))), losses
     return losses, hit
+
+
+def assert_trains_all(model, optimizer, loss_fn, expert_params, router_params, before):
+    """train_steps, then: every expert got a gradient in some step, and every expert and router
+    parameter moved away from `before` (name -> tensor taken before training)."""
+    _, hit = train_steps(model, optimizer, loss_fn, expert_params, router_params)
+    assert all(h.all() for h in hit.values()), {n: h for n, h in hit.items() if not h.all()}
+    for n, p in list(expert_params.items()) + list(router_params.items()):
+        assert not torch.equal(p.detach(), before[n]), n
+
+
+def assert_state_dict_round_trips(build, tokens, recipe):
+    """A converted model's state_dict keeps the unconverted keys, loads into another converted
+    model (same outputs) and into an unconverted one."""
+    model = build().eval()
+    keys = list(model.state_dict())
+    f46.convert_model(model, recipe)
+    sd = model.state_dict()
+    assert list(sd) == keys
+    other = f46.convert_model(build(1).eval(), recipe)
+    other.load_state_dict(sd)
+    with torch.no_grad():
+        assert torch.equal(model(tokens()), other(tokens()))
+    build(2).load_state_dict(sd)

@@ -13,7 +13,13 @@ import f46
 import pytest
 import torch
 import torch.nn.functional as F
-from convert_helpers import converted_names, emulate_linears, rel_err, train_steps
+from convert_helpers import (
+    assert_state_dict_round_trips,
+    assert_trains_all,
+    converted_names,
+    emulate_linears,
+    rel_err,
+)
 from f46 import experts as f46_experts
 from torch import nn
 
@@ -181,23 +187,11 @@ def test_training_with_an_optimizer_built_before_conversion():
     assert dict(model.named_parameters()) == params
     experts = {n: p for n, p in model.named_parameters() if ".experts." in n}
     routers = {n: p for n, p in model.named_parameters() if ".gate." in n}
-    _, hit = train_steps(model, opt, loss_fn(tokens(1)), experts, routers)
-    assert all(h.all() for h in hit.values()), {n: h for n, h in hit.items() if not h.all()}
-    for n in list(experts) + list(routers):
-        assert not torch.equal(params[n].detach(), before[n]), n
+    assert_trains_all(model, opt, loss_fn(tokens(1)), experts, routers, before)
 
 
 def test_state_dict_round_trips():
-    model = build().eval()
-    keys = list(model.state_dict())
-    f46.convert_model(model, RECIPE)
-    sd = model.state_dict()
-    assert list(sd) == keys
-    other = f46.convert_model(build(1).eval(), RECIPE)
-    other.load_state_dict(sd)
-    with torch.no_grad():
-        assert torch.equal(model(tokens()), other(tokens()))
-    build(2).load_state_dict(sd)
+    assert_state_dict_round_trips(build, tokens, RECIPE)
 
 
 @pytest.mark.parametrize("bias", [False, True])

@@ -9,11 +9,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 from convert_helpers import (
+    assert_state_dict_round_trips,
+    assert_trains_all,
     converted_names,
     emulate_linears,
     emulated_grouped_mm,
     rel_err,
-    train_steps,
 )
 from torch import nn
 
@@ -142,23 +143,11 @@ def test_training_with_an_optimizer_built_before_conversion():
     params = dict(model.named_parameters())
     experts = {n: p for n, p in params.items() if "inner_experts" in n}
     routers = {n: p for n, p in params.items() if "router" in n}
-    _, hit = train_steps(model, opt, loss_fn(tokens(1)), experts, routers)
-    assert all(h.all() for h in hit.values()), {n: h for n, h in hit.items() if not h.all()}
-    for n in list(experts) + list(routers):
-        assert not torch.equal(params[n].detach(), before[n]), n
+    assert_trains_all(model, opt, loss_fn(tokens(1)), experts, routers, before)
 
 
 def test_state_dict_round_trips():
-    model = build().eval()
-    keys = list(model.state_dict())
-    f46.convert_model(model, RECIPE)
-    sd = model.state_dict()
-    assert list(sd) == keys
-    other = f46.convert_model(build(1).eval(), RECIPE)
-    other.load_state_dict(sd)
-    with torch.no_grad():
-        assert torch.equal(model(tokens()), other(tokens()))
-    build(2).load_state_dict(sd)
+    assert_state_dict_round_trips(build, tokens, RECIPE)
 
 
 def test_an_experts_module_itself_converts():
