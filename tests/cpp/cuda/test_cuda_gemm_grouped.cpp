@@ -164,6 +164,10 @@ const MCase kMCases[] = {
     {300, 256, 512, {100, 0, 1, 150}, AmaxScope::kTensor, AmaxScope::kGroup, 0, DType::kFloat32},
     {16, 8, 16, {0, 0, 0}, AmaxScope::kGroup, AmaxScope::kGroup, 1, DType::kFloat32},
     {5, 17, 32, {5}, AmaxScope::kRow, AmaxScope::kTensor, 0, DType::kFloat32},
+    // fused epilogue with more rows past the last offset than the zeroing grid has blocks
+    // (1024) and more columns than it has threads (256)
+    {2100, 264, 32, {40, 0, 24}, AmaxScope::kGroup, AmaxScope::kGroup, 0, DType::kBFloat16},
+    {1500, 272, 32, {0, 16}, AmaxScope::kTensor, AmaxScope::kTensor, 0, DType::kFloat32},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaGroupedM, testing::ValuesIn(kMCases), m_name);
 
@@ -323,6 +327,8 @@ const KCase kKCases[] = {
     {130, 272, {256, 16, 528}, 0, AmaxScope::kTensor, AmaxScope::kGroup, DType::kFloat32},
     {260, 144, {0, 1024, 96}, 64, AmaxScope::kGroup, AmaxScope::kGroup, DType::kBFloat16},
     {16, 16, {0, 0}, 16, AmaxScope::kGroup, AmaxScope::kGroup, DType::kFloat32},
+    // empty groups whose zero blocks have more rows (N) than the zeroing grid has blocks
+    {1040, 264, {0, 32, 0}, 0, AmaxScope::kGroup, AmaxScope::kGroup, DType::kBFloat16},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaGroupedK, testing::ValuesIn(kKCases), k_name);
 
