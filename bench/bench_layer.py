@@ -3,8 +3,9 @@ dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured i
 
 Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
 Prints: shape | mode | ms | x BF16 (BF16 time / f46 time), then the geometric mean per mode.
-F46_LAYER_TWO_CALLS=1 (default) also times the layer as it was before 2026-12-06: gate/up as two
-grouped_mm calls, grouped weights quantized by one group-scope call (PER_EXPERT_MAX_E = 0).
+F46_LAYER_PER_EXPERT_ALT=n (default 1024; 0: off) also times, on shapes with more experts than
+quantized.PER_EXPERT_MAX_E, the layer with that limit set to n (grouped weights quantized one
+expert at a time instead of by one group-scope call): the data behind the limit.
 Uneven (seeded log-normal) routing; tokens sorted by expert; CUDA events, median of REPS.
 """
 
@@ -22,7 +23,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import f46  # noqa: E402
 
 REPS = int(os.environ.get("F46_BENCH_REPS", "7"))
-TWO_CALLS = os.environ.get("F46_LAYER_TWO_CALLS", "1") == "1"  # also time the pre-pair layer
+PER_EXPERT_ALT = int(os.environ.get("F46_LAYER_PER_EXPERT_ALT", "1024"))
 # name, E, tokens, dim D, hidden F
 MOE = [
     ("Mixtral", 8, 16384, 4096, 14336),
@@ -103,22 +104,13 @@ def main() -> None:
                 f"| {label} | f46 4/6, {mode} bwd | {ms:8.2f} | {flops / ms / 1e9:6.1f} | "
                 f"{base / ms:.3f} |"
             )
-            if TWO_CALLS:
-
-                def run_two():  # the layer before this session: x quantized per GEMM, weights
-                    r = layer.recipe  # quantized by one group-scope call
-                    f46.quantized.PER_EXPERT_MAX_E = 0
-                    h = F.silu(f46.grouped_mm(x, layer.w1, offs, recipe=r)) * f46.grouped_mm(
-                        x, layer.w3, offs, recipe=r
-                    )
-                    f46.grouped_mm(h, layer.w2, offs, recipe=r).backward(gy)
-                    f46.quantized.PER_EXPERT_MAX_E = per_expert
-
-                per_expert = f46.quantized.PER_EXPERT_MAX_E
-                ms2 = median_ms(run_two)
-                ratios.setdefault(f"{mode}, before", []).append(base / ms2)
+            per_expert = f46.quantized.PER_EXPERT_MAX_E
+            if PER_EXPERT_ALT and e > per_expert:
+                f46.quantized.PER_EXPERT_MAX_E = PER_EXPERT_ALT
+                ms2 = median_ms(run_f46)
+                f46.quantized.PER_EXPERT_MAX_E = per_expert
                 print(
-                    f"| {label} | f46 4/6, {mode} bwd, before | {ms2:8.2f} | "
+                    f"| {label} | f46 4/6, {mode} bwd, weights per expert | {ms2:8.2f} | "
                     f"{flops / ms2 / 1e9:6.1f} | {base / ms2:.3f} |"
                 )
             del layer

@@ -89,6 +89,51 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
   return {codes, scales, codes_t, scales_t};
 }
 
+// Grouped weights w (E, N, K), one expert at a time with its amax[g] as a per-tensor amax (N2:
+// bitwise the group scope), written straight into slices of the (E, ...) outputs: codes
+// (E, N, K/2), scales (E, N, K/16) and, when columnwise, codes_t (E, K, N/2), scales_t
+// (E, K, N/16). One op instead of E quantize calls and a stack copy of their outputs.
+template <class Env>
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_experts_op(
+    const at::Tensor& w, const at::Tensor& amax, c10::string_view rule, double scale_bound,
+    int64_t block, bool columnwise) {
+  check_dim(w, 3, "quantize_experts", "w", "(E, N, K)");
+  check_dim(amax, 1, "quantize_experts", "amax", "(E)");
+  TORCH_CHECK(amax.sym_size(0) == w.sym_size(0), "f46::quantize_experts: `amax` must have E = ",
+              w.sym_size(0), " elements (one per expert), got ", amax.sym_size(0));
+  QuantizeConfig cfg;
+  cfg.rule = parse_rule(std::string(rule), "quantize_experts");
+  cfg.scale_bound = static_cast<float>(scale_bound);
+  cfg.block = parse_block(block, "quantize_experts");
+  cfg.columnwise = columnwise;
+
+  const c10::SymInt e = w.sym_size(0), n = w.sym_size(1), k = w.sym_size(2);
+  const auto u8 = w.options().dtype(at::kByte);
+  at::Tensor codes = at::empty_symint({e, n, k / 2}, u8);
+  at::Tensor scales = at::empty_symint({e, n, k / 16}, u8);
+  at::Tensor codes_t = columnwise ? at::empty_symint({e, k, n / 2}, u8) : empty_bytes(w);
+  at::Tensor scales_t = columnwise ? at::empty_symint({e, k, n / 16}, u8) : empty_bytes(w);
+  if constexpr (Env::kRun) {
+    Env env(w);
+    const Context ctx = env.ctx();
+    for (int64_t g = 0; g < w.size(0); ++g) {
+      GlobalAmax ga;
+      ga.scope = AmaxScope::kTensor;
+      ga.amax = to_view(amax.narrow(0, g, 1), "amax");
+      QuantizedOutputs out;
+      out.codes = to_view(codes[g], "codes");
+      out.scales = to_view(scales[g], "scales");
+      if (columnwise) {
+        out.codes_t = to_view(codes_t[g], "codes_t");
+        out.scales_t = to_view(scales_t[g], "scales_t");
+      }
+      const TensorView xv = to_view(w[g], "w");
+      call_f46([&] { f46::quantize(xv, ga, cfg, out, ctx); });
+    }
+  }
+  return {codes, scales, codes_t, scales_t};
+}
+
 template <class Env>
 at::Tensor dequantize_op(const at::Tensor& codes, const at::Tensor& scales, const at::Tensor& amax,
                          const std::optional<at::Tensor>& offsets, c10::string_view scope,
@@ -276,6 +321,7 @@ at::Tensor unpad_token_groups_op(const at::Tensor& y, const at::Tensor& offs,
 #define F46_TORCH_IMPL_ALL(m, Env)                                               \
   do {                                                                           \
     m.impl("quantize", &::f46::torch_ext::quantize_op<Env>);                     \
+    m.impl("quantize_experts", &::f46::torch_ext::quantize_experts_op<Env>);     \
     m.impl("dequantize", &::f46::torch_ext::dequantize_op<Env>);                 \
     m.impl("amax", &::f46::torch_ext::amax_op<Env>);                             \
     m.impl("gemm", &::f46::torch_ext::gemm_op<Env>);                             \

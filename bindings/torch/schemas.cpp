@@ -8,6 +8,9 @@ TORCH_LIBRARY(f46, m) {
       "bool rht_columnwise, bool rowwise, bool columnwise, Tensor? amax_columnwise) -> "
       "(Tensor codes, Tensor scales, Tensor codes_t, Tensor scales_t)");
   m.def(
+      "quantize_experts(Tensor w, Tensor amax, str rule, float scale_bound, int block, "
+      "bool columnwise) -> (Tensor codes, Tensor scales, Tensor codes_t, Tensor scales_t)");
+  m.def(
       "dequantize(Tensor codes, Tensor scales, Tensor amax, Tensor? offsets, str scope, "
       "float scale_bound, ScalarType dtype) -> Tensor");
   m.def("amax(Tensor x, str scope, Tensor? offsets, bool rht_columns) -> Tensor");

@@ -73,6 +73,24 @@ def quantize(
     )
 
 
+def quantize_experts(
+    w: Tensor,
+    amax: Tensor,
+    *,
+    rule: str = "mae",
+    scale_bound: float = 256.0,
+    block: int = 16,
+    columnwise: bool = False,
+) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Grouped weights w (E, N, K): expert g quantized with amax[g] as its per-tensor amax (N2;
+    bitwise the group scope with offsets g*N), outputs written in place per expert.
+
+    Returns (codes (E, N, K/2), scales (E, N, K/16), codes_t (E, K, N/2), scales_t (E, K, N/16));
+    the columnwise pair is empty (0,) unless columnwise.
+    """
+    return _ops.quantize_experts(w, amax, rule, float(scale_bound), int(block), columnwise)
+
+
 def dequantize(
     codes: Tensor,
     scales: Tensor,

@@ -220,25 +220,17 @@ def _quantize_group(w2, amax, offs, e: int, recipe: Recipe, columnwise: bool):
 
 def _quantize_experts(w: torch.Tensor, amax: torch.Tensor, recipe: Recipe, columnwise: bool):
     """w (E, N, K), amax (E) -> codes (E, N, K/2), scales (E, N, K/16), and when columnwise
-    codes_t (E, K, N/2), scales_t (E, K, N/16) (else None); ops.quantize per expert, scope
-    tensor."""
-    outs = [
-        ops.quantize(
-            w[g],
-            amax[g : g + 1],
-            scope="tensor",
-            rule=recipe.err_mode,
-            scale_bound=recipe.scale_bound,
-            block=recipe.weight_block,
-            columnwise=columnwise,
-        )
-        for g in range(w.shape[0])
-    ]
-    c = torch.stack([o[0] for o in outs])
-    s = torch.stack([o[1] for o in outs])
-    if not columnwise:
-        return c, s, None, None
-    return c, s, torch.stack([o[2] for o in outs]), torch.stack([o[3] for o in outs])
+    codes_t (E, K, N/2), scales_t (E, K, N/16) (else None); scope tensor per expert, in one op
+    that writes each expert's outputs in place (ops.quantize_experts)."""
+    c, s, ct, st = ops.quantize_experts(
+        w.contiguous(),
+        amax,
+        rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound,
+        block=recipe.weight_block,
+        columnwise=columnwise,
+    )
+    return (c, s, ct, st) if columnwise else (c, s, None, None)
 
 
 def _check_weight_shape(n: int, k: int, block: int, columnwise: bool, what: str) -> None:

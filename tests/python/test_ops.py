@@ -103,6 +103,12 @@ def case_quantize_16x16(d):
     return "quantize", quantize_args(x, ops.amax(x), block=16, columnwise=True)
 
 
+def case_quantize_experts(d):
+    w = randn((3, 32, 48), d, seed=24)
+    am = torch.stack([ops.amax(w[g]) for g in range(3)]).reshape(3)
+    return "quantize_experts", (w, am, "mae", 256.0, 16, True)
+
+
 def case_quantize_gradient_sr_rht(d):
     x = randn((32, 64), d, seed=5)
     am = ops.amax(x)
@@ -210,6 +216,7 @@ CASES = [
     case_quantize_row,
     case_quantize_group_columnwise,
     case_quantize_16x16,
+    case_quantize_experts,
     case_quantize_gradient_sr_rht,
     case_quantize_columnwise_only,
     case_dequantize,
@@ -235,6 +242,7 @@ def test_every_op_has_a_case():
     names = {c(torch.device("cpu"))[0] for c in CASES}
     assert names == {
         "quantize",
+        "quantize_experts",
         "dequantize",
         "amax",
         "gemm",
@@ -361,6 +369,16 @@ def test_error_ndim_names_argument(device):
     with pytest.raises(RuntimeError, match="`b_codes` must be 3-D"):
         a = quantized(randn((16, 32), device))
         ops.grouped_gemm_m(*a, *a, i32([16], device))
+
+
+def test_error_quantize_experts_names_argument(device):
+    w = randn((3, 16, 32), device)
+    with pytest.raises(RuntimeError, match="quantize_experts: `w` must be 3-D"):
+        ops.quantize_experts(w[0], torch.ones(3, device=device))
+    with pytest.raises(RuntimeError, match="quantize_experts: `amax` must have E = 3.*got 2"):
+        ops.quantize_experts(w, torch.ones(2, device=device))
+    with pytest.raises(RuntimeError, match="x columns must be a multiple of 16"):
+        ops.quantize_experts(randn((3, 16, 40), device), torch.ones(3, device=device))
 
 
 def test_error_columns_not_multiple_of_16(device):
