@@ -67,7 +67,10 @@ def grouped_mm_m_bf16(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> t
     m, k = a.shape[0], b.shape[2]
     # torch._grouped_mm wants 16-byte strides: zero-pad N and K to multiples of 8 (exact).
     a8 = _pad_last(_bf16(a), 8)
-    b8 = _pad_last(F.pad(_bf16(b), (0, 0, 0, a8.shape[1] - a.shape[1])), 8)
+    b16 = _bf16(b)
+    if a8.shape[1] != a.shape[1]:  # F.pad copies even when it pads nothing
+        b16 = F.pad(b16, (0, 0, 0, a8.shape[1] - a.shape[1]))
+    b8 = _pad_last(b16, 8)
     out = torch._grouped_mm(a8.contiguous(), b8.contiguous(), offs=offs)[:, :k]
     return torch.where(_row_mask(m, offs), out, torch.zeros((), dtype=out.dtype, device=a.device))
 
