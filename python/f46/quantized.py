@@ -170,7 +170,7 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     w2 = w.contiguous().view(e * n, k)
     offs = expert_row_offsets(e, n, w.device)
     amax = ops.amax(w2, scope="group", offsets=offs)  # (E)
-    if 0 < e <= PER_EXPERT_MAX_E:
+    if 0 < e and (e <= PER_EXPERT_MAX_E or columnwise):
         c, s, ct, st = _quantize_experts(w2.view(e, n, k), amax, recipe, columnwise)
     else:
         c, s, ct, st = _quantize_group(w2, amax, offs, e, recipe, columnwise)
@@ -188,12 +188,14 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     )
 
 
-# Grouped weights with at most this many experts are quantized one expert at a time with the
-# expert's amax as a per-tensor amax (N2: the same numbers as the group scope, bitwise): on CUDA
-# the per-tensor bf16 weight kernels are the tuned lean ones (the layer profile showed the
-# group-scope tile kernel at 6.8 of 47 ms), and each expert's columnwise output
-# lands in its own (K, N/2) slab without a permute copy. More experts: one group-scope call
-# (launch count). Measured in bench/RESULTS.md ("Layer").
+# Grouped weights with at most this many experts, and every grouped weight that needs its
+# columnwise form, are quantized one expert at a time with the expert's amax as a per-tensor
+# amax (N2: the same numbers as the group scope, bitwise; ops.quantize_experts): on CUDA the
+# per-tensor bf16 weight kernels are the tuned lean ones (the layer profile showed the
+# group-scope tile kernel at 6.8 of 47 ms), and each expert's columnwise output lands in its own
+# (K, N/2) slab without a permute copy. Rowwise only with more experts: one group-scope call
+# (Qwen3's 128 experts: 0.494x against 0.472x one expert at a time; with the columnwise form
+# 0.451x against 0.424x; bench/RESULTS.md, "Layer").
 PER_EXPERT_MAX_E = 32
 
 
