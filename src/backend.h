@@ -30,4 +30,8 @@ namespace f46::cuda {
 // True when the library was built with CUDA and a device is present.
 bool available();
 F46_BACKEND_FUNCTIONS
+// quantize_experts (validated, E >= 1): one launch over the experts where the bf16 16x16
+// weight kernel applies, else one quantize per expert.
+void quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
+                      QuantizedOutputs& out, const Context& ctx);
 }  // namespace f46::cuda

@@ -15,6 +15,8 @@ namespace {
 
 void quantize(const TensorView&, const GlobalAmax&, const QuantizeConfig&, QuantizedOutputs&,
               const Context&) { absent("quantize"); }
+void quantize_experts(const TensorView&, const TensorView&, const QuantizeConfig&,
+                      QuantizedOutputs&, const Context&) { absent("quantize_experts"); }
 void dequantize(const TensorView&, const TensorView&, const GlobalAmax&, float, TensorView&,
                 const Context&) { absent("dequantize"); }
 void amax(const TensorView&, const AmaxConfig&, TensorView&, const Context&) { absent("amax"); }

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "check.h"
+#include "experts.h"
 
 namespace f46 {
 
@@ -94,10 +95,8 @@ void check_output(const TensorView& v, const char* name, int64_t rows, int64_t c
   check::no_alias(v, name, x, "x");
 }
 
-}  // namespace
-
-void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
-              QuantizedOutputs& out, const Context& ctx) {
+void check_quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
+                    const QuantizedOutputs& out) {
   check_float_matrix(x, "x");
   const int64_t R = x.size(0), C = x.size(1);
   // The rowwise output and 16x16 tiles block along C; a columnwise-only call blocks along R.
@@ -156,10 +155,55 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
       check::no_alias(out.scales, "out.scales", out.scales_t, "out.scales_t");
     }
   }
+}
+
+void check_expert_output(const TensorView& v, const char* name, int64_t e, int64_t rows,
+                         int64_t cols) {
+  F46_CHECK(v.defined() && v.ndim == 3, name, " must be 3-D (E, ", rows, ", ", cols, "), got ",
+            v.describe());
+  check::shape(v, name, {e, rows, cols});
+  check::contiguous(v, name);
+}
+
+}  // namespace
+
+void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
+              QuantizedOutputs& out, const Context& ctx) {
+  check_quantize(x, amax, cfg, out);
   if (x.device == Device::kCPU)
     cpu::quantize(x, amax, cfg, out, ctx);
   else
     cuda::quantize(x, amax, cfg, out, ctx);
+}
+
+void quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
+                      QuantizedOutputs& out, const Context& ctx) {
+  F46_CHECK(w.defined() && w.ndim == 3, "w must be 3-D (E, N, K), got ", w.describe());
+  const int64_t e = w.size(0), n = w.size(1), k = w.size(2);
+  check::dtype(amax, "amax", DType::kFloat32);
+  check::shape(amax, "amax", {e});
+  check::same_device(w, "w", amax, "amax");
+  if (cfg.rowwise) {
+    check_expert_output(out.codes, "out.codes", e, n, k / 2);
+    check_expert_output(out.scales, "out.scales", e, n, k / 16);
+  }
+  if (cfg.columnwise) {
+    check_expert_output(out.codes_t, "out.codes_t", e, k, n / 2);
+    check_expert_output(out.scales_t, "out.scales_t", e, k, n / 16);
+  }
+  for (int64_t g = 0; g < e; ++g) {  // each expert as a quantize call of its own
+    const ExpertViews v = expert_views(w, amax, out, cfg, g);
+    check_quantize(v.x, v.amax, cfg, v.out);
+  }
+  if (e == 0) return;
+  if (w.device == Device::kCPU) {
+    for (int64_t g = 0; g < e; ++g) {
+      ExpertViews v = expert_views(w, amax, out, cfg, g);
+      cpu::quantize(v.x, v.amax, cfg, v.out, ctx);
+    }
+  } else {
+    cuda::quantize_experts(w, amax, cfg, out, ctx);
+  }
 }
 
 void dequantize(const TensorView& codes, const TensorView& scales, const GlobalAmax& amax,

@@ -71,4 +71,26 @@ TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> sha
   return v;
 }
 
+TensorView narrow0(const TensorView& t, int64_t start, int64_t length) {
+  F46_CHECK(t.ndim >= 1, "narrow0: tensor must have at least 1 dim, got ", t.describe());
+  F46_CHECK(start >= 0 && length >= 0 && start + length <= t.shape[0], "narrow0: [", start, ", ",
+            start + length, ") is outside dim 0 of ", t.describe());
+  TensorView v = t;
+  v.data = static_cast<char*>(t.data) + start * t.strides[0] * dtype_size(t.dtype);
+  v.shape[0] = length;
+  return v;
+}
+
+TensorView select0(const TensorView& t, int64_t index) {
+  TensorView v = narrow0(t, index, 1);
+  for (int d = 1; d < t.ndim; ++d) {
+    v.shape[d - 1] = t.shape[d];
+    v.strides[d - 1] = t.strides[d];
+  }
+  v.shape[t.ndim - 1] = 0;
+  v.strides[t.ndim - 1] = 0;
+  v.ndim = t.ndim - 1;
+  return v;
+}
+
 }  // namespace f46

@@ -89,8 +89,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
   return {codes, scales, codes_t, scales_t};
 }
 
-// Grouped weights w (E, N, K), one expert at a time with its amax[g] as a per-tensor amax (N2:
-// bitwise the group scope), written straight into slices of the (E, ...) outputs: codes
+// Grouped weights w (E, N, K), each expert with its amax[g] as a per-tensor amax (N2: bitwise
+// the group scope; f46::quantize_experts), written into the (E, ...) outputs: codes
 // (E, N, K/2), scales (E, N, K/16) and, when columnwise, codes_t (E, K, N/2), scales_t
 // (E, K, N/16). One op instead of E quantize calls and a stack copy of their outputs.
 template <class Env>
@@ -115,21 +115,16 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_experts_op(
   at::Tensor scales_t = columnwise ? at::empty_symint({e, k, n / 16}, u8) : empty_bytes(w);
   if constexpr (Env::kRun) {
     Env env(w);
-    const Context ctx = env.ctx();
-    for (int64_t g = 0; g < w.size(0); ++g) {
-      GlobalAmax ga;
-      ga.scope = AmaxScope::kTensor;
-      ga.amax = to_view(amax.narrow(0, g, 1), "amax");
-      QuantizedOutputs out;
-      out.codes = to_view(codes[g], "codes");
-      out.scales = to_view(scales[g], "scales");
-      if (columnwise) {
-        out.codes_t = to_view(codes_t[g], "codes_t");
-        out.scales_t = to_view(scales_t[g], "scales_t");
-      }
-      const TensorView xv = to_view(w[g], "w");
-      call_f46([&] { f46::quantize(xv, ga, cfg, out, ctx); });
+    const TensorView wv = to_view(w, "w");
+    const TensorView av = to_view(amax, "amax");
+    QuantizedOutputs out;
+    out.codes = to_view(codes, "codes");
+    out.scales = to_view(scales, "scales");
+    if (columnwise) {
+      out.codes_t = to_view(codes_t, "codes_t");
+      out.scales_t = to_view(scales_t, "scales_t");
     }
+    call_f46([&] { f46::quantize_experts(wv, av, cfg, out, env.ctx()); });
   }
   return {codes, scales, codes_t, scales_t};
 }

@@ -62,6 +62,15 @@ struct GlobalAmax {
 void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
               QuantizedOutputs& out, const Context& ctx = {});
 
+// Grouped weights w (E, N, K), expert g quantized with amax[g] as its per-tensor amax: the
+// numbers of quantize with scope kGroup over the (E*N, K) view and offsets N, 2N, ... (N2),
+// bitwise. amax (E) float32. out: codes (E, N, K/2), scales (E, N, K/16) when cfg.rowwise,
+// codes_t (E, K, N/2), scales_t (E, K, N/16) (each expert's x^T) when cfg.columnwise. Every
+// expert must be a valid quantize input on its own. On CUDA the bf16 16x16 weight kernel takes
+// all experts in one launch.
+void quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
+                      QuantizedOutputs& out, const Context& ctx = {});
+
 // Dequantize codes/scales (rows, cols/2)/(rows, cols/16) with the global amax used to make them
 // (scope/offsets over rows as in quantize; N8). out: (rows, cols) bf16/fp16/fp32.
 void dequantize(const TensorView& codes, const TensorView& scales, const GlobalAmax& amax,

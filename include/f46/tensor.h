@@ -42,6 +42,11 @@ struct TensorView {
   T* ptr() const { return static_cast<T*>(data); }
 };
 
+// t[start : start + length] along the first dimension (same rank; an index past the end fails).
+TensorView narrow0(const TensorView& t, int64_t start, int64_t length);
+// t[index]: the first dimension removed.
+TensorView select0(const TensorView& t, int64_t index);
+
 // A contiguous view over `data`.
 TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape,
                      Device device = Device::kCPU, int device_index = 0);

@@ -2,7 +2,10 @@
 // freshly allocated outputs.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "f46/f46.h"
@@ -112,6 +115,44 @@ inline HostTensor transpose(const HostTensor& x) {
 inline uint8_t code_at(const HostTensor& codes, int64_t r, int64_t c) {
   const uint8_t b = codes.ptr<uint8_t>()[r * codes.size(1) + c / 2];
   return static_cast<uint8_t>((b >> ((c & 1) * 4)) & 15u);
+}
+
+// quantize_experts' inputs and outputs: w (E, N, K) with very different per-expert magnitudes
+// (expert 1 all zero when E > 1), amax (E) the experts' amaxes, outputs pre-filled with 0xAB.
+struct ExpertsCase {
+  int64_t e, n, k;
+  HostTensor w, amax, codes, scales, codes_t, scales_t;
+  ExpertsCase(int64_t e_, int64_t n_, int64_t k_, uint64_t seed) : e(e_), n(n_), k(k_) {
+    w = HostTensor(DType::kBFloat16, {e, n, k});
+    std::vector<float> am(static_cast<size_t>(e), 0.0f);
+    for (int64_t g = 0; g < e; ++g) {
+      const float scale = g == 1 ? 0.0f : std::ldexp(1.0f, static_cast<int>(g % 9) * 3 - 12);
+      const std::vector<float> v =
+          random_values(n * k, seed + g, Dist::kGaussian, scale, DType::kBFloat16);
+      for (int64_t i = 0; i < n * k; ++i) {
+        w.set(g * n * k + i, v[i]);
+        am[g] = std::max(am[g], std::fabs(v[i]));
+      }
+    }
+    amax = float_tensor(am);
+    codes = HostTensor(DType::kUInt8, {e, n, k / 2});
+    scales = HostTensor(DType::kUInt8, {e, n, k / 16});
+    codes_t = HostTensor(DType::kUInt8, {e, k, n / 2});
+    scales_t = HostTensor(DType::kUInt8, {e, k, n / 16});
+    for (HostTensor* t : {&codes, &scales, &codes_t, &scales_t}) t->fill_bytes(0xAB);
+  }
+  // Expert g of w as its own (N, K) tensor.
+  HostTensor expert(int64_t g) const {
+    HostTensor x(DType::kBFloat16, {n, k});
+    for (int64_t i = 0; i < n * k; ++i) x.set(i, w.get(g * n * k + i));
+    return x;
+  }
+};
+
+// Bytes [g * size, (g + 1) * size) of a (E, ...) output equal the whole of `want`.
+inline bool expert_bytes_equal(const HostTensor& all, int64_t g, const HostTensor& want) {
+  const size_t size = want.bytes().size();
+  return std::memcmp(all.bytes().data() + g * size, want.bytes().data(), size) == 0;
 }
 
 }  // namespace f46::test

@@ -6,6 +6,7 @@
 #include "cuda/common/element_types.h"
 #include "cuda/common/launch_utils.h"
 #include "cuda/quantize/quantize_launch.h"
+#include "experts.h"
 
 namespace f46::cuda {
 
@@ -33,12 +34,11 @@ ScopeKind scope_of(AmaxScope s) {
                               : (s == AmaxScope::kGroup ? ScopeKind::kGroup : ScopeKind::kTensor);
 }
 
-}  // namespace
-
-void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
-              QuantizedOutputs& out, const Context& ctx) {
+// The kernel's parameters and the launch choice; false when there is nothing to do.
+bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
+             const QuantizedOutputs& out, QuantizeParams& p, QuantizeLaunch& l) {
   const int64_t rows = x.size(0), cols = x.size(1);  // x: (R, C)
-  if (rows == 0 || cols == 0 || (!cfg.rowwise && !cfg.columnwise)) return;
+  if (rows == 0 || cols == 0 || (!cfg.rowwise && !cfg.columnwise)) return false;
   const bool tile16 = cfg.block == Block::k16x16;
   F46_CHECK(rows < (int64_t{1} << 31) && cols < (int64_t{1} << 34),
             "quantize: x must have fewer than 2^31 rows and 2^34 columns, got ", rows, " x ", cols);
@@ -52,7 +52,6 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
             "quantize: stochastic rounding needs rule all6/all4 or gradient mode, got rule ",
             rule_name(cfg.rule));
 
-  QuantizeParams p;
   p.x = x.data;
   p.x_stride = x.strides[0];
   p.rows = rows;
@@ -104,7 +103,6 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
                   m != QuantMode::kMAE && m != QuantMode::kMSE && m != QuantMode::kAbsMax;
   }
 
-  QuantizeLaunch l;
   l.mode = mode_of(cfg);
   l.tile16 = tile16;
   l.tile_kernel = tile16 || cfg.columnwise;
@@ -147,8 +145,12 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
     // One block per thread per step, clamped to resident CTAs at launch.
     l.grid = dim3(grid_x(rows * (cols / 16), l.lean ? kLeanThreads : kRowThreads));
   }
+  return true;
+}
+
+void launch(DType dtype, const QuantizeParams& p, const QuantizeLaunch& l, const Context& ctx) {
   const cudaStream_t stream = stream_of(ctx);
-  switch (x.dtype) {
+  switch (dtype) {
     case DType::kBFloat16:
       launch_quantize<Bf16>(p, l, stream);
       break;
@@ -159,7 +161,47 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
       launch_quantize<F32>(p, l, stream);
       break;
     default:
-      F46_CHECK(false, "quantize: x must be bf16/fp16/fp32, got ", x.describe());
+      F46_CHECK(false, "quantize: x must be bf16/fp16/fp32, got ", dtype_name(dtype));
+  }
+}
+
+}  // namespace
+
+void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
+              QuantizedOutputs& out, const Context& ctx) {
+  QuantizeParams p;
+  QuantizeLaunch l;
+  if (prepare(x, amax, cfg, out, p, l)) launch(x.dtype, p, l, ctx);
+}
+
+void quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
+                      QuantizedOutputs& out, const Context& ctx) {
+  const int64_t e = w.size(0);
+  const ExpertViews v0 = expert_views(w, amax, out, cfg, 0);
+  QuantizeParams p;
+  QuantizeLaunch l;
+  if (!prepare(v0.x, v0.amax, cfg, v0.out, p, l)) return;  // empty experts
+  // One launch when the 16x16 weights kernel takes expert 0 (then every expert: same shape,
+  // same strides, and the batch strides keep each expert's alignment).
+  const int64_t es = dtype_size(w.dtype);
+  const bool aligned = (w.strides[0] * es) % 16 == 0 &&
+                       (!cfg.rowwise || (out.codes.strides[0] % 16 == 0 &&
+                                         out.scales.strides[0] % 4 == 0)) &&
+                       (!cfg.columnwise || (out.codes_t.strides[0] % 16 == 0 &&
+                                            out.scales_t.strides[0] % 4 == 0));
+  if (l.quad16 && e > 1 && e <= 65535 && aligned) {
+    l.batch = static_cast<int>(e);
+    p.x_batch = w.strides[0];
+    p.amax_batch = amax.strides[0];
+    if (cfg.rowwise) p.codes_batch = out.codes.strides[0], p.scales_batch = out.scales.strides[0];
+    if (cfg.columnwise)
+      p.codes_t_batch = out.codes_t.strides[0], p.scales_t_batch = out.scales_t.strides[0];
+    launch(w.dtype, p, l, ctx);
+    return;
+  }
+  for (int64_t g = 0; g < e; ++g) {
+    ExpertViews v = expert_views(w, amax, out, cfg, g);
+    f46::cuda::quantize(v.x, v.amax, cfg, v.out, ctx);
   }
 }
 

@@ -19,6 +19,7 @@ struct QuantizeLaunch {
   bool quad16 = false;       // bf16 16x16 per tensor: quantize_tile16_quad_kernel
   bool rowcol = false;       // bf16 1x16 row+col per tensor: quantize_rowcol_lean_kernel
   size_t shared_bytes = 0;   // staged group offsets
+  int batch = 1;             // quad16 only: gridDim.y items (QuantizeParams::*_batch strides)
   dim3 grid;
 };
 

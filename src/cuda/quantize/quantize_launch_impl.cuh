@@ -1,6 +1,7 @@
 // Definition of launch_quantize<T>: picks the kernel instance for the mode and block shape.
 #pragma once
 
+#include <algorithm>
 #include <type_traits>
 
 #include "cuda/common/cuda_check.h"
@@ -45,10 +46,17 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
     }
     if constexpr (M != QuantMode::kGradient) {  // 16x16 takes no gradient mode
       if (l.quad16) {
-        auto kernel = p.columnwise ? quantize_tile16_quad_kernel<M, true>
-                                   : quantize_tile16_quad_kernel<M, false>;
-        const unsigned max_ctas = resident_ctas(kernel, kLeanThreads, 0);
-        const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
+        constexpr int kColCtas = kQuadColMinCtas, kRowCtas = kLeanTensorMinCtas;
+        auto kernel =
+            l.batch > 1
+                ? (p.columnwise ? quantize_tile16_quad_kernel<M, true, kQuadRun, kColCtas, true>
+                                : quantize_tile16_quad_kernel<M, false, kQuadRun, kRowCtas, true>)
+                : (p.columnwise ? quantize_tile16_quad_kernel<M, true>
+                                : quantize_tile16_quad_kernel<M, false>);
+        // Batched: the resident CTAs shared out over the items (at least one each).
+        const unsigned batch = static_cast<unsigned>(l.batch);
+        const unsigned per_item = std::max(1u, resident_ctas(kernel, kLeanThreads, 0) / batch);
+        const dim3 grid(std::min(l.grid.x, per_item), batch);
         kernel<<<grid, kLeanThreads, 0, stream>>>(p);
         F46_CHECK_LAUNCH("quantize_tile16_quad_kernel");
         return;

@@ -41,6 +41,10 @@ struct QuantizeParams {
   // codes 16-byte aligned with a row stride % 16 == 0, scales aligned for their width;
   // pair_cols: wide_cols and the columnwise scales also for 4 bytes (a band pair's column).
   bool wide_rows = false, wide_cols = false, pair_cols = false;
+  // quantize_experts' single launch (the 16x16 weights kernel only): gridDim.y = batch items,
+  // item b at these strides (elements of x, bytes of the outputs, floats of amax) from item 0.
+  int64_t x_batch = 0, codes_batch = 0, scales_batch = 0, codes_t_batch = 0, scales_t_batch = 0;
+  int64_t amax_batch = 0;
 };
 
 // Rowwise-only 1x16 kernel: persistent CTAs of kRowThreads, one 16-element block per thread

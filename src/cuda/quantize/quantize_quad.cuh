@@ -249,8 +249,10 @@ inline constexpr int kQuadTileWords = 16 * 5 + 1, kQuadTileScales = 16 * 4 + 4;
 // (rows / 16) * spr < 2^31, x rows 16-byte aligned, codes 8-byte aligned with stride % 8 == 0,
 // kCol: codes_t likewise and the columnwise amax the rowwise one (p.rowwise may be false).
 // kRun (<= 4) and kMinCtas: open for dev/lean_lab.cu.
+// kBatch: quantize_experts' form, gridDim.y experts at the QuantizeParams::*_batch strides (a
+// template flag: the offsets cost the single-tensor form registers it does not have to spare).
 template <QuantMode M, bool kCol, int kRun = kQuadRun,
-          int kMinCtas = kCol ? kQuadColMinCtas : kLeanTensorMinCtas>
+          int kMinCtas = kCol ? kQuadColMinCtas : kLeanTensorMinCtas, bool kBatch = false>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_tile16_quad_kernel(const QuantizeParams p) {
   __shared__ LeanEntry s_tab[256];
@@ -258,14 +260,17 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   __shared__ uint2 s_codes_t[kWarpsBuf][kCol ? 8 * kQuadTileWords : 1];
   __shared__ uint8_t s_scales_t[kWarpsBuf][kCol ? 8 * kQuadTileScales : 1];
   const ErrorConsts consts = error_consts(p.bound);
-  const GlobalScale gs = global_scale(p.amax[0], p.bound);
+  // quantize_experts: the expert (0 for a single tensor). Its output offsets are formed where
+  // they are used: pointers held for the whole loop cost registers.
+  const uint32_t item = kBatch ? blockIdx.y : 0u;
+  const GlobalScale gs = global_scale(p.amax[int64_t{item} * p.amax_batch], p.bound);
   fill_lean_table<M>(s_tab, gs, consts);
   const int lane = threadIdx.x & 31, t = lane / 4, L = lane % 4, warp = threadIdx.x / 32;
   const unsigned qmask = 0xFu << (lane & ~3);
   const uint32_t spr = static_cast<uint32_t>((p.cols + kQuadCols - 1) / kQuadCols);
   const uint32_t trows = static_cast<uint32_t>(p.rows / 16);
   const uint32_t W = gridDim.x * kQuadWarps;
-  const uint16_t* xs = static_cast<const uint16_t*>(p.x);
+  const uint16_t* xs = static_cast<const uint16_t*>(p.x) + int64_t{item} * p.x_batch;
   const bool rowwise = !kCol || p.rowwise;
   uint2* buf_t = s_codes_t[kCol ? warp : 0] + t * kQuadTileWords;  // this tile's columns
   uint8_t* sbuf_t = s_scales_t[kCol ? warp : 0] + t * kQuadTileScales;
@@ -315,7 +320,8 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
       slow = slow || (h.s4 != h.s6 && !(fabsf(num::sub(te4, te6)) > bound));  // quad-uniform
     }
     QuadOut o{};
-    if (rowwise) o.codes = p.codes + (row0 + L) * p.codes_stride + col / 2;
+    if (rowwise)
+      o.codes = p.codes + int64_t{item} * p.codes_batch + (row0 + L) * p.codes_stride + col / 2;
     o.codes_stride = p.codes_stride;
     if (kCol) {  // column L of the tile in this warp's run buffers (slow path: L + 4 k)
       o.codes_t = reinterpret_cast<uint8_t*>(buf_t + 5 * L + j);
@@ -331,7 +337,8 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
       pick |= pick << 16;
     }
     if (rowwise && active) {
-      uint8_t* scales = p.scales + (row0 + L) * p.scales_stride + col / 16;
+      uint8_t* scales =
+          p.scales + int64_t{item} * p.scales_batch + (row0 + L) * p.scales_stride + col / 16;
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
         if (!(pick & 0x200u))
@@ -378,9 +385,11 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
         const int cs = 8 * i + lane / 4, tt = cs / 16, ci = cs % 16;
         const int64_t c = int64_t{strip} * kQuadCols + cs;
         if (c < p.cols && j < nj) {
-          *reinterpret_cast<uint2*>(p.codes_t + c * p.codes_t_stride + (tr0 + j) * 8) =
+          const int64_t ct = int64_t{item} * p.codes_t_batch + c * p.codes_t_stride;
+          *reinterpret_cast<uint2*>(p.codes_t + ct + (tr0 + j) * 8) =
               rbuf[tt * kQuadTileWords + 5 * ci + j];
-          p.scales_t[c * p.scales_t_stride + tr0 + j] = rsbuf[tt * kQuadTileScales + 4 * ci + j];
+          p.scales_t[int64_t{item} * p.scales_t_batch + c * p.scales_t_stride + tr0 + j] =
+              rsbuf[tt * kQuadTileScales + 4 * ci + j];
         }
       }
       __syncwarp();  // the buffers are written again by the next run
