@@ -3,9 +3,6 @@ dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured i
 
 Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
 Prints: shape | mode | ms | x BF16 (BF16 time / f46 time), then the geometric mean per mode.
-F46_LAYER_PER_EXPERT_ALT=n (default 1024; 0: off) also times, on shapes with more experts than
-quantized.PER_EXPERT_MAX_E, the layer with that limit set to n (grouped weights quantized one
-expert at a time instead of by one group-scope call): the data behind the limit.
 Uneven (seeded log-normal) routing; tokens sorted by expert; CUDA events, median of REPS.
 """
 
@@ -23,7 +20,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import f46  # noqa: E402
 
 REPS = int(os.environ.get("F46_BENCH_REPS", "7"))
-PER_EXPERT_ALT = int(os.environ.get("F46_LAYER_PER_EXPERT_ALT", "1024"))
 # name, E, tokens, dim D, hidden F
 MOE = [
     ("Mixtral", 8, 16384, 4096, 14336),
@@ -104,15 +100,6 @@ def main() -> None:
                 f"| {label} | f46 4/6, {mode} bwd | {ms:8.2f} | {flops / ms / 1e9:6.1f} | "
                 f"{base / ms:.3f} |"
             )
-            per_expert = f46.quantized.PER_EXPERT_MAX_E
-            if PER_EXPERT_ALT and e > per_expert:
-                f46.quantized.PER_EXPERT_MAX_E = PER_EXPERT_ALT
-                ms2 = median_ms(run_f46)
-                f46.quantized.PER_EXPERT_MAX_E = per_expert
-                print(
-                    f"| {label} | f46 4/6, {mode} bwd, weights per expert | {ms2:8.2f} | "
-                    f"{flops / ms2 / 1e9:6.1f} | {base / ms2:.3f} |"
-                )
             del layer
         del x, gy, w1, w2, w3
         torch.cuda.empty_cache()

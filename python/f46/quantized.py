@@ -170,10 +170,10 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     w2 = w.contiguous().view(e * n, k)
     offs = expert_row_offsets(e, n, w.device)
     amax = ops.amax(w2, scope="group", offsets=offs)  # (E)
-    if 0 < e and (e <= PER_EXPERT_MAX_E or columnwise):
-        c, s, ct, st = _quantize_experts(w2.view(e, n, k), amax, recipe, columnwise)
-    else:
-        c, s, ct, st = _quantize_group(w2, amax, offs, e, recipe, columnwise)
+    # Each expert with its amax as a per-tensor amax: N2's group scope over the (E*N, K) view,
+    # bitwise (tests/python/test_quantize_weight_experts.py), with the tuned per-tensor weight
+    # kernels, one launch for small experts, each columnwise output in its own (K, N/2) slab.
+    c, s, ct, st = _quantize_experts(w2.view(e, n, k), amax, recipe, columnwise)
     return QuantizedWeight(
         c,
         s,
@@ -186,38 +186,6 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
         True,
         weight_key(w, recipe, columnwise),
     )
-
-
-# Grouped weights with at most this many experts, and every grouped weight that needs its
-# columnwise form, are quantized one expert at a time with the expert's amax as a per-tensor
-# amax (N2: the same numbers as the group scope, bitwise; ops.quantize_experts): on CUDA the
-# per-tensor bf16 weight kernels are the tuned lean ones (the layer profile showed the
-# group-scope tile kernel at 6.8 of 47 ms), and each expert's columnwise output lands in its own
-# (K, N/2) slab without a permute copy. Rowwise only with more experts: one group-scope call
-# (Qwen3's 128 experts: 0.494x against 0.472x one expert at a time; with the columnwise form
-# 0.451x against 0.424x; bench/RESULTS.md, "Layer").
-PER_EXPERT_MAX_E = 32
-
-
-def _quantize_group(w2, amax, offs, e: int, recipe: Recipe, columnwise: bool):
-    """w2 (E*N, K) in one group-scope call -> the outputs of _quantize_experts."""
-    n, k = w2.shape[0] // e, w2.shape[1]
-    c, s, ct, st = ops.quantize(
-        w2,
-        amax,
-        offsets=offs,
-        scope="group",
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=recipe.weight_block,
-        columnwise=columnwise,
-    )
-    if not columnwise:
-        return c.view(e, n, k // 2), s.view(e, n, k // 16), None, None
-    # (K, E*N/2) -> (E, K, N/2): expert g owns columns [g*N, (g+1)*N) of W^T.
-    ct = ct.view(k, e, n // 2).permute(1, 0, 2).contiguous()
-    st = st.view(k, e, n // 16).permute(1, 0, 2).contiguous()
-    return c.view(e, n, k // 2), s.view(e, n, k // 16), ct, st
 
 
 def _quantize_experts(w: torch.Tensor, amax: torch.Tensor, recipe: Recipe, columnwise: bool):

@@ -182,14 +182,23 @@ void quantize_experts(const TensorView& w, const TensorView& amax, const Quantiz
   QuantizeLaunch l;
   if (!prepare(v0.x, v0.amax, cfg, v0.out, p, l)) return;  // empty experts
   // One launch when the 16x16 weights kernel takes expert 0 (then every expert: same shape,
-  // same strides, and the batch strides keep each expert's alignment).
+  // same strides, and the batch strides keep each expert's alignment) and an expert alone
+  // would not fill the device (fewer CTAs than SMs x kQuadColMinCtas): the batched form's
+  // extra registers spill a little, which cost large experts ~3 % of the layer step (H100).
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    F46_CHECK_CUDA(cudaGetDevice(&dev));
+    F46_CHECK_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    return n;
+  }();
+  const bool small = l.grid.x < static_cast<unsigned>(sms * kQuadColMinCtas);
   const int64_t es = dtype_size(w.dtype);
   const bool aligned = (w.strides[0] * es) % 16 == 0 &&
                        (!cfg.rowwise || (out.codes.strides[0] % 16 == 0 &&
                                          out.scales.strides[0] % 4 == 0)) &&
                        (!cfg.columnwise || (out.codes_t.strides[0] % 16 == 0 &&
                                             out.scales_t.strides[0] % 4 == 0));
-  if (l.quad16 && e > 1 && e <= 65535 && aligned) {
+  if (l.quad16 && small && e > 1 && e <= 65535 && aligned) {
     l.batch = static_cast<int>(e);
     p.x_batch = w.strides[0];
     p.amax_batch = amax.strides[0];
