@@ -13,8 +13,7 @@ struct ExpertViews {
 };
 
 inline ExpertViews expert_views(const TensorView& w, const TensorView& amax,
-                                const QuantizedOutputs& out, const QuantizeConfig& cfg,
-                                int64_t g) {
+                                const QuantizedOutputs& out, const QuantizeConfig& cfg, int64_t g) {
   ExpertViews v;
   v.x = select0(w, g);
   v.amax.scope = AmaxScope::kTensor;

@@ -99,8 +99,9 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_experts_op(
     int64_t block, bool columnwise) {
   check_dim(w, 3, "quantize_experts", "w", "(E, N, K)");
   check_dim(amax, 1, "quantize_experts", "amax", "(E)");
-  TORCH_CHECK(amax.sym_size(0) == w.sym_size(0), "f46::quantize_experts: `amax` must have E = ",
-              w.sym_size(0), " elements (one per expert), got ", amax.sym_size(0));
+  TORCH_CHECK(amax.sym_size(0) == w.sym_size(0),
+              "f46::quantize_experts: `amax` must have E = ", w.sym_size(0),
+              " elements (one per expert), got ", amax.sym_size(0));
   QuantizeConfig cfg;
   cfg.rule = parse_rule(std::string(rule), "quantize_experts");
   cfg.scale_bound = static_cast<float>(scale_bound);

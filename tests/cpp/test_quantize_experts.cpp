@@ -1,9 +1,8 @@
 // quantize_experts (include/f46/quantize.h) on the CPU: each expert's outputs are those of
 // quantize with its amax as a per-tensor amax, which are those of the group scope over the
-// (E*N, K) view (N2); argument errors name the argument.
+// (E*N, K) view (N2). Its argument errors: test_quantize_validation.cpp.
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
 
 #include "test_quantize_util.h"
@@ -72,49 +71,11 @@ TEST(QuantizeExpertsGroupScope, RowwiseEqualsGroupScopeBitwise) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, QuantizeExperts,
-    testing::Values(Param{Block::k16x16, Rule::kMAE, true, true},
-                    Param{Block::k16x16, Rule::kMSE, true, false},
-                    Param{Block::k16x16, Rule::kAll6, false, true},
-                    Param{Block::k1x16, Rule::kMAE, true, true}));
-
-void expect_error(const std::function<void()>& fn, const std::string& needle) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error thrown, expected one mentioning '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
-        << "message '" << e.what() << "' does not mention '" << needle << "'";
-  }
-}
-
-TEST(QuantizeExpertsValidation, ArgumentsAreNamed) {
-  ExpertsCase c(2, 32, 64, 3);
-  QuantizeConfig cfg;
-  cfg.block = Block::k16x16;
-  cfg.columnwise = true;
-  QuantizedOutputs out = outputs(c, cfg);
-  const TensorView w2 = select0(c.w.view(), 0);
-  expect_error([&] { quantize_experts(w2, c.amax.view(), cfg, out); }, "w must be 3-D");
-  HostTensor am3 = test::float_tensor({1.0f, 2.0f, 3.0f});
-  expect_error([&] { quantize_experts(c.w.view(), am3.view(), cfg, out); }, "amax");
-  QuantizedOutputs bad = out;
-  HostTensor small(DType::kUInt8, {2, 16, 32});
-  bad.codes_t = small.view();
-  expect_error([&] { quantize_experts(c.w.view(), c.amax.view(), cfg, bad); }, "out.codes_t");
-  ExpertsCase odd(2, 24, 64, 3);  // N = 24: 16x16 tiles need rows % 16 == 0
-  QuantizedOutputs odd_out = outputs(odd, cfg);
-  expect_error([&] { quantize_experts(odd.w.view(), odd.amax.view(), cfg, odd_out); },
-               "rows % 16 == 0");
-}
-
-TEST(QuantizeExpertsValidation, NoExpertsIsANoOp) {
-  ExpertsCase c(0, 32, 64, 3);
-  QuantizeConfig cfg;
-  QuantizedOutputs out = outputs(c, cfg);
-  EXPECT_NO_THROW(quantize_experts(c.w.view(), c.amax.view(), cfg, out));
-}
+INSTANTIATE_TEST_SUITE_P(Modes, QuantizeExperts,
+                         testing::Values(Param{Block::k16x16, Rule::kMAE, true, true},
+                                         Param{Block::k16x16, Rule::kMSE, true, false},
+                                         Param{Block::k16x16, Rule::kAll6, false, true},
+                                         Param{Block::k1x16, Rule::kMAE, true, true}));
 
 }  // namespace
 }  // namespace f46

@@ -193,11 +193,10 @@ void quantize_experts(const TensorView& w, const TensorView& amax, const Quantiz
   }();
   const bool small = l.grid.x < static_cast<unsigned>(sms * kQuadColMinCtas);
   const int64_t es = dtype_size(w.dtype);
-  const bool aligned = (w.strides[0] * es) % 16 == 0 &&
-                       (!cfg.rowwise || (out.codes.strides[0] % 16 == 0 &&
-                                         out.scales.strides[0] % 4 == 0)) &&
-                       (!cfg.columnwise || (out.codes_t.strides[0] % 16 == 0 &&
-                                            out.scales_t.strides[0] % 4 == 0));
+  const bool aligned =
+      (w.strides[0] * es) % 16 == 0 &&
+      (!cfg.rowwise || (out.codes.strides[0] % 16 == 0 && out.scales.strides[0] % 4 == 0)) &&
+      (!cfg.columnwise || (out.codes_t.strides[0] % 16 == 0 && out.scales_t.strides[0] % 4 == 0));
   if (l.quad16 && small && e > 1 && e <= 65535 && aligned) {
     l.batch = static_cast<int>(e);
     p.x_batch = w.strides[0];
