@@ -39,8 +39,8 @@ _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 # ---- BF16 reference GEMMs used by the high_precision / dequantized backward ---------------
 def _cast(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """t in dtype; never a no-op alias (an autograd.Function output aliasing an intermediate
-    loses its gradient under torch.compile)."""
+    """t in dtype, without a `.to` when t already has it: under torch.compile a no-op `.to` is
+    an alias, and an autograd.Function output aliasing an intermediate loses its gradient."""
     return t if t.dtype == dtype else t.to(dtype)
 
 

@@ -10,10 +10,6 @@ import torch.nn.functional as F
 from .quantized import round_up
 
 
-def _to_bf16(t: torch.Tensor) -> torch.Tensor:
-    return t if t.dtype == torch.bfloat16 else t.to(torch.bfloat16)
-
-
 def _pad_last(t: torch.Tensor, mult: int) -> torch.Tensor:
     p = round_up(t.shape[-1], mult) - t.shape[-1]
     return t if p == 0 else F.pad(t, (0, p))
@@ -33,8 +29,8 @@ def grouped_mm_m_bf16(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> t
     """out[rows of g] = a_g @ b[g], a (M, N), b (E, N, K) -> (M, K) bf16; other rows zero."""
     m, k = a.shape[0], b.shape[2]
     # torch._grouped_mm wants 16-byte strides: zero-pad N and K to multiples of 8 (exact).
-    a8 = _pad_last(_to_bf16(a), 8)
-    b16 = _to_bf16(b)
+    a8 = _pad_last(a.to(torch.bfloat16), 8)
+    b16 = b.to(torch.bfloat16)
     if a8.shape[1] != a.shape[1]:  # F.pad copies even when it pads nothing
         b16 = F.pad(b16, (0, 0, 0, a8.shape[1] - a.shape[1]))
     b8 = _pad_last(b16, 8)
@@ -45,8 +41,8 @@ def grouped_mm_m_bf16(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> t
 def grouped_mm_k_bf16(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
     """out[g] = a_g^T @ b_g over the tokens of g: a (M, N), b (M, K) -> (E, N, K) bf16."""
     n, k = a.shape[1], b.shape[1]
-    a8 = _pad_last(_to_bf16(a), 8).contiguous()
-    b8 = _pad_last(_to_bf16(b), 8).contiguous()
+    a8 = _pad_last(a.to(torch.bfloat16), 8).contiguous()
+    b8 = _pad_last(b.to(torch.bfloat16), 8).contiguous()
     out = torch._grouped_mm(a8.t(), b8, offs=offs)[:, :n, :k]
     if out.is_cuda:
         # Empty groups are zero matrices (N11). torch's CUDA grouped GEMM writes them as zeros

@@ -173,13 +173,20 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     # Each expert with its amax as a per-tensor amax: N2's group scope over the (E*N, K) view,
     # bitwise (tests/python/test_quantize_weight_experts.py), with the tuned per-tensor weight
     # kernels, one launch for small experts, each columnwise output in its own (K, N/2) slab.
-    c, s, ct, st = _quantize_experts(w2.view(e, n, k), amax, recipe, columnwise)
+    c, s, ct, st = ops.quantize_experts(
+        w2.view(e, n, k),
+        amax,
+        rule=recipe.err_mode,
+        scale_bound=recipe.scale_bound,
+        block=block,
+        columnwise=columnwise,
+    )
     return QuantizedWeight(
         c,
         s,
         amax,
-        ct,
-        st,
+        ct if columnwise else None,
+        st if columnwise else None,
         recipe.scale_bound,
         block,
         recipe.err_mode,
@@ -188,19 +195,33 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     )
 
 
-def _quantize_experts(w: torch.Tensor, amax: torch.Tensor, recipe: Recipe, columnwise: bool):
-    """w (E, N, K), amax (E) -> codes (E, N, K/2), scales (E, N, K/16), and when columnwise
-    codes_t (E, K, N/2), scales_t (E, K, N/16) (else None); scope tensor per expert, in one op
-    that writes each expert's outputs in place (ops.quantize_experts)."""
-    c, s, ct, st = ops.quantize_experts(
-        w.contiguous(),
+def dequantized_activation(
+    x: torch.Tensor, recipe: Recipe, offsets: Optional[torch.Tensor] = None
+) -> torch.Tensor:
+    """x (R, K) through the forward's 1x16 4/6 activation quantization (per-tensor amax, or
+    per-group with offsets (E) int32; N2, N3) and back (N8), float32: the values the NVFP4 GEMM
+    sees."""
+    x = x.detach().contiguous()
+    scope = "group" if offsets is not None else "tensor"
+    amax = ops.amax(x, scope=scope, offsets=offsets)
+    c, s, _, _ = ops.quantize(
+        x,
         amax,
+        offsets=offsets,
+        scope=scope,
         rule=recipe.err_mode,
         scale_bound=recipe.scale_bound,
-        block=recipe.weight_block,
-        columnwise=columnwise,
+        block=1,
     )
-    return (c, s, ct, st) if columnwise else (c, s, None, None)
+    return ops.dequantize(
+        c,
+        s,
+        amax,
+        offsets=offsets,
+        scope=scope,
+        scale_bound=recipe.scale_bound,
+        dtype=torch.float32,
+    )
 
 
 def _check_weight_shape(n: int, k: int, block: int, columnwise: bool, what: str) -> None:

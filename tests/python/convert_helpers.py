@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import f46
 import torch
-from f46 import ops
+from f46.quantized import dequantized_activation
 from torch import nn
 
 
@@ -18,27 +18,7 @@ def rel_err(y: torch.Tensor, ref: torch.Tensor) -> float:
 def qdq_activation(x2: torch.Tensor, recipe: f46.Recipe, offsets=None) -> torch.Tensor:
     """x2 (M, K) through f46's 1x16 4/6 activation quantization (per-tensor amax, or per-group
     with offsets (E) int32) and dequantization -> float64."""
-    scope = "group" if offsets is not None else "tensor"
-    amax = ops.amax(x2, scope=scope, offsets=offsets)
-    c, s, _, _ = ops.quantize(
-        x2,
-        amax,
-        offsets=offsets,
-        scope=scope,
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=1,
-    )
-    d = ops.dequantize(
-        c,
-        s,
-        amax,
-        offsets=offsets,
-        scope=scope,
-        scale_bound=recipe.scale_bound,
-        dtype=torch.float32,
-    )
-    return d.double()
+    return dequantized_activation(x2, recipe, offsets).double()
 
 
 def qdq_weight(w: torch.Tensor, recipe: f46.Recipe) -> torch.Tensor:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import torch
 
-from .. import F46GroupedExperts, F46Linear, Recipe, ops, quantize_weight
+from .. import F46GroupedExperts, F46Linear, Recipe, quantize_weight
+from ..quantized import dequantized_activation
 from .model import MoELM
 
 
@@ -27,28 +28,7 @@ def weight_error(w: torch.Tensor, recipe: Recipe) -> float:
 def activation_error(x: torch.Tensor, recipe: Recipe, offsets: torch.Tensor | None = None):
     """Relative MSE of the f46-quantized activation x (R, K), 1x16 blocks, per-tensor amax
     (per-group amax over the token groups `offsets` for the grouped experts)."""
-    x = x.detach().contiguous()
-    scope = "group" if offsets is not None else "tensor"
-    amax = ops.amax(x, scope=scope, offsets=offsets)
-    codes, scales, _, _ = ops.quantize(
-        x,
-        amax,
-        offsets=offsets,
-        scope=scope,
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=1,
-    )
-    deq = ops.dequantize(
-        codes,
-        scales,
-        amax,
-        offsets=offsets,
-        scope=scope,
-        scale_bound=recipe.scale_bound,
-        dtype=torch.float32,
-    )
-    return _rel_mse(x, deq)
+    return _rel_mse(x, dequantized_activation(x, recipe, offsets))
 
 
 @torch.no_grad()
