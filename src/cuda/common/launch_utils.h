@@ -1,5 +1,5 @@
 // Host-side launch helpers shared by the CUDA kernels: the context's stream, grid sizes,
-// pointer alignment.
+// pointer alignment, the SM count.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -27,6 +27,11 @@ inline unsigned grid_x(int64_t n, int64_t per_cta) {
 inline bool aligned_to(const void* p, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
 }
+
+// Streaming multiprocessors of CUDA device `device` (cached per device; src/cuda/device.cpp).
+int sm_count(int device);
+// ... of the current device.
+int sm_count_current();
 
 // Largest group-offset count the kernels stage in shared memory (48 KB of int32).
 inline constexpr int kMaxGroups = 12288;

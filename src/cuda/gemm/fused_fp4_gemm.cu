@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "cuda/common/cuda_check.h"
+#include "cuda/common/launch_utils.h"
 #include "f46/error.h"
 #include "fused_fp4_gemm.h"
 #include "fused_fp4_gemm_kernel.cuh"
@@ -36,17 +37,6 @@ bool fused_fp4_supported(const QuantizedOperand& a, const QuantizedOperand& b, i
          (n * es) % 16 == 0;
 }
 
-int sm_count_of(int device) {
-  static std::mutex mu;
-  static int counts[64] = {0};
-  F46_CHECK(device >= 0 && device < 64, "CUDA device index out of range: ", device);
-  std::lock_guard<std::mutex> lock(mu);
-  if (counts[device] == 0) {
-    F46_CHECK_CUDA(cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
-  }
-  return counts[device];
-}
-
 void launch(const FusedArgs& p, int max_tiles, cudaStream_t stream) {
   constexpr int kSmem = static_cast<int>(sizeof(FusedSmem)) + 1024;  // + alignment slack
   static std::once_flag attr_once;
@@ -56,7 +46,7 @@ void launch(const FusedArgs& p, int max_tiles, cudaStream_t stream) {
   });
   int device = 0;
   F46_CHECK_CUDA(cudaGetDevice(&device));
-  const int grid = std::max(1, std::min(sm_count_of(device), max_tiles));
+  const int grid = std::max(1, std::min(sm_count(device), max_tiles));
   fused_fp4_gemm_kernel<<<grid, FusedTraits::kThreads, kSmem, stream>>>(p);
   F46_CHECK_LAUNCH("fused_fp4_gemm_kernel");
   g_launches.fetch_add(1, std::memory_order_relaxed);

@@ -5,10 +5,10 @@
 // order, no split-K).
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "common/numerics.h"
 #include "cuda/common/cuda_check.h"
+#include "cuda/common/launch_utils.h"
 #include "f46/error.h"
 #include "grouped_bf16_gemm.h"
 #include "grouped_bf16_gemm_meta.h"
@@ -79,18 +79,6 @@ __global__ void prep_groups_kernel(GroupedProblem p, Meta m) {
                                 global_scale(al.amax_b, al.scope_b, g, al.bound_b));
     m.ptr_alpha[g] = m.alpha + g;
   }
-}
-
-int sm_count(int device) {
-  static std::mutex mu;
-  static int counts[64] = {0};
-  std::lock_guard<std::mutex> lock(mu);
-  if (device < 0 || device >= 64) return 0;
-  if (counts[device] == 0) {
-    F46_CHECK_CUDA(
-        cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device));
-  }
-  return counts[device];
 }
 
 }  // namespace

@@ -185,13 +185,7 @@ void quantize_experts(const TensorView& w, const TensorView& amax, const Quantiz
   // same strides, and the batch strides keep each expert's alignment) and an expert alone
   // would not fill the device (fewer CTAs than SMs x kQuadColMinCtas): the batched form's
   // extra registers spill a little, which cost large experts ~3 % of the layer step (H100).
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    F46_CHECK_CUDA(cudaGetDevice(&dev));
-    F46_CHECK_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
-  const bool small = l.grid.x < static_cast<unsigned>(sms * kQuadColMinCtas);
+  const bool small = l.grid.x < static_cast<unsigned>(sm_count_current() * kQuadColMinCtas);
   const int64_t es = dtype_size(w.dtype);
   const bool aligned =
       (w.strides[0] * es) % 16 == 0 &&

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "cuda/common/cuda_check.h"
+#include "cuda/common/launch_utils.h"
 #include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "cuda/quantize/quantize_quad.cuh"
@@ -22,16 +23,10 @@ unsigned resident_ctas(K kernel, int threads, size_t shared_bytes) {
   if (shared_bytes > 0)
     F46_CHECK_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(shared_bytes)));
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    F46_CHECK_CUDA(cudaGetDevice(&dev));
-    F46_CHECK_CUDA(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    return n;
-  }();
   int per_sm = 0;
   F46_CHECK_CUDA(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes));
-  return static_cast<unsigned>(sms * (per_sm > 0 ? per_sm : 1));
+  return static_cast<unsigned>(sm_count_current() * (per_sm > 0 ? per_sm : 1));
 }
 
 template <typename T, QuantMode M>
