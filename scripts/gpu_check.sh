@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|probe|diag|test|sanitize|pytest|consumer|bench|layer|profile|demo|all]...
+# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|probe|diag|test|sanitize|pytest|consumer|bench|layer|profile|demo|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -93,3 +93,9 @@ if has demo; then
   note "demo rc=$?"; tail -15 "$OUT/demo.log"
 fi
 echo "==== summary"; cat "$SUMMARY"
+# The device tool returns a few files per run: everything else goes back as one archive.
+LIST=$(mktemp); find "$OUT" -mindepth 1 -maxdepth 1 ! -name summary.txt ! -name logs.tgz -printf '%P\n' > "$LIST"
+if [ -s "$LIST" ]; then
+  tar czf "$OUT/logs.tgz" -C "$OUT" -T "$LIST" && xargs -a "$LIST" -I{} rm -rf "$OUT/{}"
+fi
+rm -f "$LIST"
