@@ -3,6 +3,7 @@ split, and a tiny run over two seeds in all three modes."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -392,3 +393,34 @@ def test_summary_without_all_modes_has_no_verdict(tiny_run):
     summ = summarize(part)
     assert summ["verdict"] is None and "val_minus_bf16" not in summ["modes"]["nvfp4"]
     assert "verdict" not in format_report({**part, "summary": summ})
+
+
+def test_nvfp4_backward_reaches_every_converted_module(tmp_path):
+    """backward="nvfp4" gives every converted module NVIDIA's NVFP4 training backward (quantized
+    gradient GEMMs, stochastic rounding, RHT wgrad), is recorded in results.json, and changes
+    the gradients of a training step against the recipes' default backward."""
+    cfg = dataclasses.replace(demo.PRESETS["tiny"], backward="nvfp4")
+    assert demo.PRESETS["large"].backward == "nvfp4"
+    m = demo.build_model("nvfp4-4/6", cfg, torch.device("cpu"), seed=0)
+    recipes = [
+        x.recipe for x in m.modules() if isinstance(x, (f46.F46Linear, f46.F46GroupedExperts))
+    ]
+    assert recipes and all(
+        (r.backward_override, r.grad_rounding, r.wgrad_rht, r.err_mode) ==
+        ("quantized", "stochastic", True, "mae") for r in recipes
+    )  # fmt: skip
+    grads = {}
+    for backward in ("default", "nvfp4"):
+        c = dataclasses.replace(cfg, backward=backward)
+        model = demo.build_model("nvfp4", c, torch.device("cpu"), seed=0)
+        x, y = BatchSampler(load_corpus(max_bytes=1 << 20)["train"], 4, 32, seed=0).next()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            model.loss(x, y)[1].backward()
+        grads[backward] = model.blocks[0].moe.experts.w1.grad.clone()
+    assert not torch.equal(grads["default"], grads["nvfp4"])
+    doc = demo.run(cfg.with_steps(2), ["nvfp4"], torch.device("cpu"), str(tmp_path), seeds=[0],
+                   bars=False, log=None)  # fmt: skip
+    assert doc["config"]["backward"] == "nvfp4"
+    assert doc["runs"]["nvfp4"][0]["recipe"]["backward_override"] == "quantized"
+    with pytest.raises(ValueError, match="backward"):
+        dataclasses.replace(cfg, backward="fp8")

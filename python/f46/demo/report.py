@@ -118,7 +118,8 @@ def format_report(doc: dict) -> str:
     lines.append(
         f"{summ['n_seeds']} seed(s) x {cfg['steps']} steps x {cfg['batch']}x{model['seq_len']} "
         f"tokens ({doc['tokens_per_run'] / 1e6:.2f} M tokens per run, "
-        f"{doc['epochs_per_run']:.2g} epochs of the training split); "
+        f"{doc['epochs_per_run']:.2g} epochs of the training split; NVFP4 backward "
+        f"{cfg.get('backward', 'default')}); "
         "loss in nats/byte, mean +/- 95% t-interval [min..max] over seeds"
     )
     bf16_tps = modes.get("bf16", {}).get("tokens_per_s", {}).get("mean")

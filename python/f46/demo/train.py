@@ -2,6 +2,7 @@
 
     python -m f46.demo [--device cpu|cuda|auto] [--preset tiny|small|large] [--seeds N]
                        [--steps N] [--time-budget S] [--modes bf16,nvfp4,nvfp4-4/6]
+                       [--backward default|nvfp4]
                        [--out DIR] [--corpus PATH]
 
 Every mode runs under BF16 autocast; the NVFP4 modes first convert the attention projections
@@ -35,6 +36,16 @@ from .plot import plot_loss_curves
 from .quant_error import quantization_errors
 from .report import format_report, progress_bar, summarize
 
+# The backward of the NVFP4 modes. "default": the recipes' defaults (the attention projections'
+# gradient GEMMs in NVFP4 with round-to-nearest, N4; the experts' backward in BF16 on the saved
+# inputs). "nvfp4": every gradient GEMM in NVFP4, the experts' included, gradients with
+# stochastic rounding (N6) and the wgrad operands through the random Hadamard transform (N7):
+# NVIDIA's NVFP4 training recipe, which the Four Over Six paper trains with.
+BACKWARDS = {
+    "default": {},
+    "nvfp4": {"backward_override": "quantized", "grad_rounding": "stochastic", "wgrad_rht": True},
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
@@ -52,8 +63,11 @@ class TrainConfig:
     timing_skip: int = 10  # first steps of a run left out of tokens/s
     weight_decay: float = 0.1
     grad_clip: float = 1.0
+    backward: str = "default"  # "default" or "nvfp4": see BACKWARDS
 
     def __post_init__(self):
+        if self.backward not in BACKWARDS:
+            raise ValueError(f"backward must be one of {sorted(BACKWARDS)}, got {self.backward!r}")
         if not 1 <= self.eval_batches <= self.final_eval_batches:
             raise ValueError(
                 f"need 1 <= eval_batches ({self.eval_batches}) <= final_eval_batches "
@@ -105,22 +119,26 @@ PRESETS = {
         seeds=4,
     ),
     # GPU default: 3 seeds x 3 modes, steps calibrated to fit the budget on the device
-    # (start-up included) under scripts/gpu_check.sh's 540 s timeout.
+    # (start-up included) under scripts/gpu_check.sh's 540 s timeout. Every backward GEMM in
+    # NVFP4 (the recipe the Four Over Six paper trains with); 8k tokens per step, because at
+    # 16k the runs ended inside the loss drop where the modes' delays, not their gaps, set
+    # the final loss (docs/lab_log.md, 2026-12-06).
     "large": TrainConfig(
         ModelConfig(
             seq_len=512, dim=512, num_layers=6, num_heads=8, num_experts=8, top_k=2, ffn_dim=1024
         ),
-        batch=32,
-        steps=3000,
+        batch=16,
+        steps=6000,
         lr=1.5e-3,
         evals=8,
         eval_batches=8,
-        final_eval_batches=32,
-        warmup=300,
+        final_eval_batches=64,
+        warmup=600,
         seeds=3,
         time_budget_s=450.0,
         corpus_bytes=160 << 20,
         timing_skip=20,
+        backward="nvfp4",
     ),
 }
 
@@ -147,12 +165,18 @@ def count_f46_modules(model: torch.nn.Module) -> dict:
     return {"F46Linear": n_lin, "F46GroupedExperts": n_exp}
 
 
+def mode_recipe(mode: str, cfg: TrainConfig) -> Recipe | None:
+    """The recipe of an NVFP4 mode with the preset's backward; None for BF16."""
+    recipe_fn = MODES[mode]
+    return None if recipe_fn is None else recipe_fn(**BACKWARDS[cfg.backward])
+
+
 def build_model(mode: str, cfg: TrainConfig, device: torch.device, seed: int) -> MoELM:
     torch.manual_seed(seed)  # identical initial weights in every mode
     model = MoELM(cfg.model)
-    recipe_fn = MODES[mode]
-    if recipe_fn is not None:
-        convert_model(model, recipe_fn(), skip=HIGH_PRECISION)
+    recipe = mode_recipe(mode, cfg)
+    if recipe is not None:
+        convert_model(model, recipe, skip=HIGH_PRECISION)
     return model.to(device)
 
 
@@ -272,7 +296,7 @@ def train_mode(
         "timed_steps": timed_steps,
         "tokens_per_s": timed_steps * cfg.batch * cfg.model.seq_len / max(timed_s, 1e-9),
         "f46_modules": count_f46_modules(model),
-        "recipe": None if MODES[mode] is None else dataclasses.asdict(MODES[mode]()),
+        "recipe": None if MODES[mode] is None else dataclasses.asdict(mode_recipe(mode, cfg)),
         "quant_error": (
             None if MODES[mode] is None else quantization_errors(model, val[0], device)
         ),
@@ -458,6 +482,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--steps", type=int, help="training steps per run (no calibration)")
     p.add_argument(
+        "--backward",
+        choices=sorted(BACKWARDS),
+        help="the NVFP4 modes' backward (default: the preset's; see BACKWARDS in this file)",
+    )
+    p.add_argument(
         "--time-budget",
         type=float,
         help="seconds for the whole run: calibrates the steps (default: the preset's; 0: none)",
@@ -489,6 +518,8 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads or _available_cpus())
     cfg = PRESETS[args.preset or ("large" if device.type == "cuda" else "small")]
     budget = cfg.time_budget_s if args.time_budget is None else (args.time_budget or None)
+    if args.backward is not None:
+        cfg = dataclasses.replace(cfg, backward=args.backward)
     if args.steps is not None:
         if args.steps < 1:
             raise SystemExit(f"--steps must be >= 1, got {args.steps}")
@@ -505,6 +536,7 @@ def main(argv=None) -> dict:
         f"{args.preset or 'default'}, "
         + (f"{cfg.steps} steps" if budget is None else f"steps calibrated to {budget:.0f} s")
         + f", seeds {args.seed}..{args.seed + n_seeds - 1}, modes {','.join(modes)}, "
+        f"NVFP4 backward {cfg.backward}, "
         f"{torch.get_num_threads()} threads",
         flush=True,
     )
