@@ -424,3 +424,64 @@ def test_nvfp4_backward_reaches_every_converted_module(tmp_path):
     assert doc["runs"]["nvfp4"][0]["recipe"]["backward_override"] == "quantized"
     with pytest.raises(ValueError, match="backward"):
         dataclasses.replace(cfg, backward="fp8")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_bf16_experts_on_cuda_match_the_expert_loop():
+    """The BF16 baseline's experts on CUDA (torch grouped GEMM) compute the per-expert SwiGLU of
+    the CPU loop, forward and backward (FP32 references, BF16 tolerance), empty experts too."""
+    from f46.demo.model import GroupedExperts
+
+    torch.manual_seed(0)
+    m = GroupedExperts(64, 128, 4)
+    for w in (m.w1, m.w2, m.w3):
+        torch.nn.init.normal_(w, std=0.05)
+    counts = torch.tensor([40, 0, 70, 18])
+    x = torch.randn(128, 64)
+    gy = torch.randn(128, 64)
+    ref_m = GroupedExperts(64, 128, 4).double()
+    ref_m.load_state_dict(m.state_dict())
+    xr = x.double().requires_grad_()
+    ref = ref_m(xr, counts)
+    ref.backward(gy.double())
+    mc = m.cuda()
+    xc = x.cuda().requires_grad_()
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        y = mc(xc, counts.cuda())
+    assert y.dtype == torch.bfloat16
+    y.float().backward(gy.cuda())
+    scale = ref.abs().max().item()
+    assert (y.double().cpu() - ref).abs().max().item() < 2e-2 * scale
+    for got, want in ((xc.grad, xr.grad), (mc.w1.grad, ref_m.w1.grad), (mc.w2.grad, ref_m.w2.grad)):
+        err = (got.double().cpu() - want).abs().max().item()
+        assert err < 3e-2 * want.abs().max().item(), err
+    assert mc.w1.grad[1].abs().max().item() == 0.0  # the empty expert gets no gradient
+
+
+def test_merge_of_single_seed_parts_equals_one_run(tmp_path):
+    """Seeds run in separate parts and merged (f46.demo.merge) give the losses, differences and
+    verdict of one run over the same seeds; parts with other settings or a repeated seed raise."""
+    from f46.demo import merge as demo_merge
+
+    cfg = demo.PRESETS["tiny"].with_steps(3)
+    kw = {"bars": False, "log": None}
+    one = demo.run(cfg, list(demo.MODES), torch.device("cpu"), str(tmp_path / "one"), [0, 1], **kw)
+    parts = [
+        demo.run(cfg, list(demo.MODES), torch.device("cpu"), str(tmp_path / f"p{s}"), [s], **kw)
+        for s in (0, 1)
+    ]
+    merged = demo_merge.main([str(tmp_path / "m"), str(tmp_path / "p0"), str(tmp_path / "p1")])
+    assert merged["seeds"] == [0, 1] and merged["config"]["seeds"] == 2
+    for m in demo.MODES:
+        got = [r["final_val_loss"] for r in merged["runs"][m]]
+        assert got == [r["final_val_loss"] for r in one["runs"][m]], m
+        assert merged["summary"]["modes"][m]["final_val"] == one["summary"]["modes"][m]["final_val"]
+    assert merged["summary"]["verdict"] == one["summary"]["verdict"]
+    with open(tmp_path / "m" / "results.json") as f:
+        assert json.load(f)["seeds"] == [0, 1]
+    with pytest.raises(ValueError, match="seed"):
+        demo_merge.merge([parts[0], parts[0]])
+    other = demo.run(cfg.with_steps(2), list(demo.MODES), torch.device("cpu"),
+                     str(tmp_path / "o"), [2], **kw)  # fmt: skip
+    with pytest.raises(ValueError, match="steps"):
+        demo_merge.merge([parts[0], other], ["p0", "o"])

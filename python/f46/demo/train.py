@@ -1,6 +1,6 @@
 """Train the MoE LM in BF16, NVFP4 (all-6) and NVFP4 Four Over Six over several seeds.
 
-    python -m f46.demo [--device cpu|cuda|auto] [--preset tiny|small|large] [--seeds N]
+    python -m f46.demo [--device cpu|cuda|auto] [--preset tiny|small|large|long] [--seeds N]
                        [--steps N] [--time-budget S] [--modes bf16,nvfp4,nvfp4-4/6]
                        [--backward default|nvfp4]
                        [--out DIR] [--corpus PATH]
@@ -136,6 +136,27 @@ PRESETS = {
         warmup=600,
         seeds=3,
         time_budget_s=450.0,
+        corpus_bytes=160 << 20,
+        timing_skip=20,
+        backward="nvfp4",
+    ),
+    # GPU, in parts (README, "The demo on a GPU"): a run long enough to leave the loss drop
+    # behind does not fit one device command for every seed, so each part runs one seed of
+    # every mode (`--preset long --seed k --seeds 1`), the first calibrating the steps to its
+    # budget, the others repeating them (`--steps N`); `python -m f46.demo.merge` joins them.
+    "long": TrainConfig(
+        ModelConfig(
+            seq_len=512, dim=512, num_layers=6, num_heads=8, num_experts=8, top_k=2, ffn_dim=1024
+        ),
+        batch=64,
+        steps=3000,
+        lr=1.5e-3,
+        evals=10,
+        eval_batches=4,
+        final_eval_batches=32,
+        warmup=300,
+        seeds=1,
+        time_budget_s=440.0,
         corpus_bytes=160 << 20,
         timing_skip=20,
         backward="nvfp4",
