@@ -1,4 +1,4 @@
-// Study (2026-12-06, not yet run on a device): CUTLASS 4.2 sm90 mixed-input grouped (ptr-array) GEMM with E2M1 weights.
+// Study (2026-12-06; first device run segfaulted before any output, with device-only problem shapes): CUTLASS 4.2 sm90 mixed-input grouped (ptr-array) GEMM with E2M1 weights.
 // Weight W_g (Nw x K, K-major, e2m1 packed, low nibble = even element) is the collective "A" (register-sourced),
 // activations X_g (T_g x K, K-major bf16) are the collective "B". D_coll = W X^T (Nw x T_g), col-major => Y (T_g x Nw) row-major.
 #include <cstdio>
@@ -82,6 +82,7 @@ static float e4m3_val(uint8_t b) {  // finite E4M3 (no NaN used here)
 template <class T> T* dalloc(size_t n) { T* p; CK(cudaMalloc(&p, n * sizeof(T) + 256)); CK(cudaMemset(p, 0, n * sizeof(T) + 256)); return p; }
 
 int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IONBF, 0);  // a crash keeps what was printed
   int chunk = argc > 1 ? atoi(argv[1]) : 128;
   // argv[2] == "big": 8 experts of a Mixtral-like w1 (Nw 14336, K 4096, 2048 tokens each),
   // no FP64 reference (the mixed output is compared with the BF16 GEMM on the dequantized weight)
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
       {(QuantType const**)d_Wq, d_sA, (MmaType const**)d_X, d_sB, (ElementScale const**)d_S, d_sS, chunk},
       {am.epilogue.thread, (ElementC const**)d_C, d_sC, d_D, d_sD}, hw};
   GemmMixed gm;
-  printf("mixed can_implement(device shapes only) = %d\n", (int)gm.can_implement(am));
+  am.problem_shape.host_problem_shapes = shapes.data();  // can_implement reads them
   {
     // can_implement with host shapes available (checks chunk constraints)
     auto am2 = am; am2.problem_shape.host_problem_shapes = shapes.data();
@@ -176,7 +177,7 @@ int main(int argc, char** argv) {
 
   typename GemmRef::Arguments ar;
   make_fusion(ar.epilogue.thread);
-  ar = typename GemmRef::Arguments{cutlass::gemm::GemmUniversalMode::kGrouped, {G, d_shapes, nullptr},
+  ar = typename GemmRef::Arguments{cutlass::gemm::GemmUniversalMode::kGrouped, {G, d_shapes, shapes.data()},
       {(MmaType const**)d_Wdq, d_sAref, (MmaType const**)d_X, d_sB},
       {ar.epilogue.thread, (ElementC const**)d_C, d_sC, d_Dref, d_sD}, hw};
   GemmRef gr; size_t ws2 = GemmRef::get_workspace_size(ar); void* dws2 = dalloc<uint8_t>(ws2);

@@ -20,7 +20,8 @@
   void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t alignment,         \
                         TensorView& out, TensorView& padded_offs, const Context& ctx);          \
   void unpad_token_groups(const TensorView& y, const TensorView& offs,                         \
-                          const TensorView& padded_offs, TensorView& out, const Context& ctx);
+                          const TensorView& padded_offs, TensorView& out, const Context& ctx);  \
+  void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context& ctx);
 
 namespace f46::cpu {
 F46_BACKEND_FUNCTIONS

@@ -102,4 +102,21 @@ void unpad_token_groups(const TensorView& y, const TensorView& offs, const Tenso
   }
 }
 
+void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context& ctx) {
+  F46_CHECK(x.defined(), "x is required but undefined");
+  F46_CHECK(x.ndim == 2 && x.strides[1] == 1, "x must be 2-D (M, C) with unit column stride, got ",
+            x.describe());
+  F46_CHECK(x.strides[0] >= x.shape[1], "x rows must not overlap, got ", x.describe());
+  check_group_offsets(offs, "offs");
+  check::same_device(x, "x", offs, "offs");
+  check::no_alias(x, "x", offs, "offs");
+  if (x.size(0) == 0 || x.size(1) == 0) return;
+  if (x.device == Device::kCPU) {
+    check::offsets_host(offs, "offs", x.size(0));
+    cpu::zero_rows_past_groups(x, offs, ctx);
+  } else {
+    cuda::zero_rows_past_groups(x, offs, ctx);
+  }
+}
+
 }  // namespace f46

@@ -30,5 +30,8 @@ void pad_token_groups(const TensorView&, const TensorView&, int64_t, TensorView&
                       const Context&) { absent("pad_token_groups"); }
 void unpad_token_groups(const TensorView&, const TensorView&, const TensorView&, TensorView&,
                         const Context&) { absent("unpad_token_groups"); }
+void zero_rows_past_groups(TensorView&, const TensorView&, const Context&) {
+  absent("zero_rows_past_groups");
+}
 
 }  // namespace f46::cuda

@@ -313,18 +313,31 @@ at::Tensor unpad_token_groups_op(const at::Tensor& y, const at::Tensor& offs,
   return out;
 }
 
+template <class Env>
+void zero_rows_past_groups_op(const at::Tensor& x, const at::Tensor& offs) {
+  check_dim(x, 2, "zero_rows_past_groups_", "x", "(M, C)");
+  check_dim(offs, 1, "zero_rows_past_groups_", "offs", "(E)");
+  if constexpr (Env::kRun) {
+    Env env(x);
+    TensorView xv = to_view(x, "x");
+    const TensorView offv = to_view(offs, "offs");
+    call_f46([&] { f46::zero_rows_past_groups(xv, offv, env.ctx()); });
+  }
+}
+
 // m.impl(...) of every op for one dispatch key.
-#define F46_TORCH_IMPL_ALL(m, Env)                                               \
-  do {                                                                           \
-    m.impl("quantize", &::f46::torch_ext::quantize_op<Env>);                     \
-    m.impl("quantize_experts", &::f46::torch_ext::quantize_experts_op<Env>);     \
-    m.impl("dequantize", &::f46::torch_ext::dequantize_op<Env>);                 \
-    m.impl("amax", &::f46::torch_ext::amax_op<Env>);                             \
-    m.impl("gemm", &::f46::torch_ext::gemm_op<Env>);                             \
-    m.impl("grouped_gemm_m", &::f46::torch_ext::grouped_gemm_m_op<Env>);         \
-    m.impl("grouped_gemm_k", &::f46::torch_ext::grouped_gemm_k_op<Env>);         \
-    m.impl("pad_token_groups", &::f46::torch_ext::pad_token_groups_op<Env>);     \
-    m.impl("unpad_token_groups", &::f46::torch_ext::unpad_token_groups_op<Env>); \
+#define F46_TORCH_IMPL_ALL(m, Env)                                                      \
+  do {                                                                                  \
+    m.impl("quantize", &::f46::torch_ext::quantize_op<Env>);                            \
+    m.impl("quantize_experts", &::f46::torch_ext::quantize_experts_op<Env>);            \
+    m.impl("dequantize", &::f46::torch_ext::dequantize_op<Env>);                        \
+    m.impl("amax", &::f46::torch_ext::amax_op<Env>);                                    \
+    m.impl("gemm", &::f46::torch_ext::gemm_op<Env>);                                    \
+    m.impl("grouped_gemm_m", &::f46::torch_ext::grouped_gemm_m_op<Env>);                \
+    m.impl("grouped_gemm_k", &::f46::torch_ext::grouped_gemm_k_op<Env>);                \
+    m.impl("pad_token_groups", &::f46::torch_ext::pad_token_groups_op<Env>);            \
+    m.impl("unpad_token_groups", &::f46::torch_ext::unpad_token_groups_op<Env>);        \
+    m.impl("zero_rows_past_groups_", &::f46::torch_ext::zero_rows_past_groups_op<Env>); \
   } while (0)
 
 }  // namespace f46::torch_ext

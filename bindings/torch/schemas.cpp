@@ -28,4 +28,5 @@ TORCH_LIBRARY(f46, m) {
       "float b_bound, Tensor offs, ScalarType out_dtype) -> Tensor");
   m.def("pad_token_groups(Tensor x, Tensor offs, int alignment) -> (Tensor, Tensor)");
   m.def("unpad_token_groups(Tensor y, Tensor offs, Tensor padded_offs, int num_rows) -> Tensor");
+  m.def("zero_rows_past_groups_(Tensor(a!) x, Tensor offs) -> ()");
 }

@@ -20,7 +20,12 @@ void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t align
 
 // Inverse: y (P, C) laid out as pad_token_groups produced -> out (M, C), where
 // M = out.size(0); rows past offs[E-1] of out are zero.
-void unpad_token_groups(const TensorView& y, const TensorView& offs,
-                        const TensorView& padded_offs, TensorView& out, const Context& ctx = {});
+void unpad_token_groups(const TensorView& y, const TensorView& offs, const TensorView& padded_offs,
+                        TensorView& out, const Context& ctx = {});
+
+// In place: rows of x (M, C) at and past offs[E-1] (the rows outside every group, N11) set to
+// zero; the other rows untouched. On CUDA offs[E-1] is read on the device only (clamped to
+// [0, M]), so the call costs a few microseconds when the groups cover every row.
+void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context& ctx = {});
 
 }  // namespace f46

@@ -250,6 +250,13 @@ def unpad_token_groups(y: Tensor, offs: Tensor, padded_offs: Tensor, num_rows: i
     return _ops.unpad_token_groups(y, offs, padded_offs, int(num_rows))
 
 
+def zero_rows_past_groups_(x: Tensor, offs: Tensor) -> Tensor:
+    """In place: rows of x (M, C) at and past offs[E-1] (outside every group, N11) set to zero;
+    returns x. On CUDA offs is read on the device only (no host synchronisation)."""
+    _ops.zero_rows_past_groups_(x, offs)
+    return x
+
+
 def padded_rows(m: int, num_groups: int, alignment: int) -> int:
     """Rows of the pad_token_groups output: round_up(m + E * (alignment - 1), alignment)."""
     n = m + num_groups * (alignment - 1)

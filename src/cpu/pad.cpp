@@ -57,4 +57,9 @@ void unpad_token_groups(const TensorView& y, const TensorView& offs, const Tenso
   zero_rows(out, dst, m);  // rows past offs[E-1]
 }
 
+void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context&) {
+  const int64_t e = offs.size(0);
+  zero_rows(x, offs.ptr<int32_t>()[(e - 1) * offs.strides[0]], x.size(0));  // validated <= M
+}
+
 }  // namespace f46::cpu

@@ -143,5 +143,41 @@ TEST(PadValidation, ErrorsNameTheArgument) {
   expect_error([&] { unpad_token_groups(out, offs, far, back); }, {"padded_offs", "exceeds"});
 }
 
+// N11: rows at and past offs[E-1] are outside every group. zero_rows_past_groups zeroes exactly
+// those rows, in place, and leaves every byte of the others (row padding beyond C included).
+TEST(ZeroRowsPastGroups, ZeroesOnlyTheRowsOutsideEveryGroup) {
+  std::mt19937 gen(11);
+  for (DType t : {DType::kFloat32, DType::kBFloat16, DType::kUInt8}) {
+    for (int64_t row_stride : {int64_t{0}, int64_t{9}}) {  // 0: contiguous (C = 5)
+      for (const std::vector<int32_t>& o :
+           {std::vector<int32_t>{0}, std::vector<int32_t>{2, 2, 7}, std::vector<int32_t>{4, 9},
+            std::vector<int32_t>{0, 0}}) {
+        HostTensor x(t, std::vector<int64_t>{9, 5}, row_stride);
+        for (size_t i = 0; i < x.bytes().size(); ++i)
+          static_cast<uint8_t*>(x.data())[i] = static_cast<uint8_t>(gen() | 1);
+        const HostTensor before = x;
+        zero_rows_past_groups(x, int_tensor(o));
+        const int64_t es = dtype_size(t), pitch = x.view().strides[0] * es;
+        const auto* b = before.bytes().data();
+        const auto* a = static_cast<const uint8_t*>(x.data());
+        for (int64_t r = 0; r < 9; ++r)
+          for (int64_t k = 0; k < pitch && r * pitch + k < static_cast<int64_t>(x.bytes().size());
+               ++k) {
+            const bool zeroed = r >= o.back() && k < 5 * es;
+            EXPECT_EQ(a[r * pitch + k], zeroed ? 0 : b[r * pitch + k])
+                << dtype_name(t) << " stride " << row_stride << " end " << o.back() << " row " << r
+                << " byte " << k;
+          }
+      }
+    }
+  }
+  HostTensor x(DType::kFloat32, {8, 4});
+  expect_error([&] { zero_rows_past_groups(x, int_tensor({3, 9})); }, {"offs", "exceeds"});
+  expect_error([&] { zero_rows_past_groups(x, int_tensor({5, 3})); }, {"offs", "non-decreasing"});
+  expect_error([&] { zero_rows_past_groups(x, float_tensor({3.0f})); }, {"offs", "int32"});
+  HostTensor x3(DType::kFloat32, {2, 4, 4});
+  expect_error([&] { zero_rows_past_groups(x3, int_tensor({1})); }, {"x", "2-D"});
+}
+
 }  // namespace
 }  // namespace f46::test

@@ -343,6 +343,25 @@ def test_pad_unpad_roundtrip(device):
     assert torch.equal(back[19:], torch.zeros_like(back[19:]))  # rows past offs[-1]
 
 
+def test_zero_rows_past_groups_in_place(device):
+    """Rows at and past offs[-1] become zeros (NaN included), in place; the others and the
+    columns outside a strided view keep every bit."""
+    base = randn((9, 12), device, seed=36)
+    base[7, 2] = float("nan")
+    x = base[:, 2:10]  # (9, 8) rows 12 apart
+    keep = base.clone()
+    out = ops.zero_rows_past_groups_(x, i32([3, 3, 6], device))
+    assert out is x
+    assert torch.equal(base[:6], keep[:6]) and torch.equal(base[:, :2], keep[:, :2])
+    assert torch.equal(base[6:, 10:], keep[6:, 10:])
+    assert torch.equal(base[6:, 2:10], torch.zeros_like(base[6:, 2:10]))
+    ops.zero_rows_past_groups_(base, i32([9], device))  # every row grouped: nothing changes
+    assert torch.equal(base[:6], keep[:6])
+    compiled = torch.compile(lambda t, o: ops.zero_rows_past_groups_(t.clone(), o), fullgraph=True)
+    y = randn((5, 4), device, seed=37)
+    assert torch.equal(compiled(y, i32([2], device)), torch.cat([y[:2], torch.zeros_like(y[2:])]))
+
+
 def test_extension_loaded_from_the_package():
     from f46 import _loader
 

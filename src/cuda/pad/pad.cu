@@ -44,7 +44,8 @@ void launch_pad(const PadParams& p, cudaStream_t stream) {
   F46_CHECK_LAUNCH(kPad ? "pad_rows_kernel<pad>" : "pad_rows_kernel<unpad>");
 }
 
-PadParams rows_params(const TensorView& src, const TensorView& dst, const TensorView& offs) {
+PadParams rows_params(const TensorView& src, const TensorView& dst, const TensorView& offs,
+                      const char* fn) {
   PadParams p;
   const int64_t esize = dtype_size(src.dtype);
   p.src = static_cast<const uint8_t*>(src.data);
@@ -56,16 +57,28 @@ PadParams rows_params(const TensorView& src, const TensorView& dst, const Tensor
   p.row_bytes = src.size(1) * esize;
   p.offsets = offs.ptr<int32_t>();
   p.num_groups = static_cast<int>(offs.size(0));
-  F46_CHECK(p.num_groups >= 1 && p.num_groups <= 4096,
-            "pad_token_groups: group count must be in [1, 4096], got ", p.num_groups);
+  F46_CHECK(p.num_groups >= 1 && p.num_groups <= 4096, fn,
+            ": group count must be in [1, 4096], got ", p.num_groups);
   return p;
+}
+
+template <typename W>
+void launch_zero(const PadParams& p, cudaStream_t stream) {
+  // Enough CTAs for every row past the end at a word per thread, at most 1024: the end is
+  // known on the device only.
+  const int64_t words = p.dst_rows * (p.row_bytes / static_cast<int64_t>(sizeof(W)));
+  const int64_t ctas = (words + kPadThreads - 1) / kPadThreads;
+  const dim3 grid(static_cast<unsigned>(ctas < 1024 ? (ctas > 0 ? ctas : 1) : 1024));
+  const size_t shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
+  zero_rows_past_kernel<W><<<grid, kPadThreads, shared, stream>>>(p);
+  F46_CHECK_LAUNCH("zero_rows_past_kernel");
 }
 
 }  // namespace
 
 void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t alignment,
                       TensorView& out, TensorView& padded_offs, const Context& ctx) {
-  PadParams p = rows_params(x, out, offs);  // x (M, C) -> out (padded_rows, C)
+  PadParams p = rows_params(x, out, offs, "pad_token_groups");  // x (M, C) -> out (P, C)
   F46_CHECK(alignment >= 1, "pad_token_groups: alignment must be >= 1, got ", alignment);
   p.alignment = alignment;
   p.unpadded_rows = x.size(0);
@@ -76,11 +89,30 @@ void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t align
 
 void unpad_token_groups(const TensorView& y, const TensorView& offs, const TensorView& padded_offs,
                         TensorView& out, const Context& ctx) {
-  PadParams p = rows_params(y, out, offs);  // y (P, C) -> out (M, C)
+  PadParams p = rows_params(y, out, offs, "unpad_token_groups");  // y (P, C) -> out (M, C)
   p.unpadded_rows = out.size(0);
   p.padded_offsets = padded_offs.ptr<int32_t>();
   if (p.dst_rows == 0) return;
   launch_pad<false>(p, stream_of(ctx));
+}
+
+void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context& ctx) {
+  PadParams p = rows_params(x, x, offs, "zero_rows_past_groups");  // in place: dst = x
+  p.src = nullptr;
+  if (p.dst_rows == 0 || p.row_bytes == 0) return;
+  const cudaStream_t stream = stream_of(ctx);
+  switch (word_bytes(p)) {
+    case 16:
+      return launch_zero<uint4>(p, stream);
+    case 8:
+      return launch_zero<uint2>(p, stream);
+    case 4:
+      return launch_zero<uint32_t>(p, stream);
+    case 2:
+      return launch_zero<uint16_t>(p, stream);
+    default:
+      return launch_zero<uint8_t>(p, stream);
+  }
 }
 
 }  // namespace f46::cuda

@@ -125,4 +125,23 @@ __global__ void __launch_bounds__(kPadThreads) pad_rows_kernel(const PadParams p
   }
 }
 
+// zero_rows_past_groups: rows [end, dst_rows) of dst set to zero in W-byte words, end = the
+// last clamped offset (the same rows as the GEMMs' "outside every group"). A thread per word,
+// grid-stride: with end == dst_rows each CTA only stages the offsets.
+template <typename W>
+__global__ void __launch_bounds__(kPadThreads) zero_rows_past_kernel(const PadParams p) {
+  extern __shared__ int64_t s_mem[];
+  int32_t* s_offs = reinterpret_cast<int32_t*>(s_mem);
+  stage_clamped_offsets(p.offsets, p.num_groups, p.dst_rows, s_offs);
+  const int64_t end = s_offs[p.num_groups - 1];
+  const int64_t words = p.row_bytes / static_cast<int64_t>(sizeof(W));
+  const int64_t total = (p.dst_rows - end) * words;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kPadThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kPadThreads + threadIdx.x; i < total;
+       i += step) {
+    const int64_t r = i / words;
+    reinterpret_cast<W*>(p.dst + (end + r) * p.dst_stride)[i - r * words] = W{};
+  }
+}
+
 }  // namespace f46::cuda

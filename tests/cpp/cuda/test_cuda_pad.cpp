@@ -71,5 +71,41 @@ TEST(CudaPad, PadUnpadVsCpu) {
     }
 }
 
+// zero_rows_past_groups on the device: bitwise the CPU's for valid offsets (every word width:
+// row sizes of 1 to 32 bytes, contiguous and padded rows), and for offsets the CPU would reject
+// the end is the last clamped offset min(max(0, offs[0..E-1]), M): nothing out of bounds.
+TEST(CudaPad, ZeroRowsPastGroupsVsCpuAndClampedOffsets) {
+  F46_SKIP_WITHOUT_CUDA();
+  std::mt19937_64 gen(5);
+  for (DType t : {DType::kUInt8, DType::kBFloat16, DType::kFloat32})
+    for (int64_t cols : {1, 3, 8})
+      for (int64_t row_stride : {int64_t{0}, cols + 8})
+        for (int64_t m : {1, 37, 3000}) {
+          HostTensor x(t, std::vector<int64_t>{m, cols}, row_stride);
+          for (size_t i = 0; i < x.bytes().size(); ++i)
+            static_cast<uint8_t*>(x.data())[i] = static_cast<uint8_t>(gen() | 1);
+          const std::vector<int32_t> o = random_offsets(m, 3, gen, true);
+          HostTensor offs = int_tensor(o), cpu = x;
+          zero_rows_past_groups(cpu, offs);
+          DeviceTensor dx(x), doffs(offs);
+          zero_rows_past_groups(dx.view(), doffs.view());
+          EXPECT_EQ(first_byte_diff(cpu, dx.to_host(x)), -1)
+              << dtype_name(t) << " " << m << "x" << cols << " stride " << row_stride;
+        }
+  // Invalid offsets (the device never reads them on the host): decreasing, past M, negative.
+  const std::vector<std::pair<std::vector<int32_t>, int64_t>> bad = {
+      {{50, 20}, 50}, {{5, 1 << 30}, 64}, {{-7, -1}, 0}, {{-7, 12, 3}, 12}};
+  for (const auto& [o, end] : bad) {
+    HostTensor x(DType::kBFloat16, {64, 24});
+    x.fill_bytes(0x5A);
+    DeviceTensor dx(x), doffs(int_tensor(o));
+    zero_rows_past_groups(dx.view(), doffs.view());
+    const HostTensor got = dx.to_host(x);  // (64, 24) bf16
+    const auto* g = got.bytes().data();
+    for (int64_t i = 0; i < 64 * 24 * 2; ++i)
+      ASSERT_EQ(g[i], i / (24 * 2) >= end ? 0 : 0x5A) << "end " << end << " byte " << i;
+  }
+}
+
 }  // namespace
 }  // namespace f46::test
