@@ -70,6 +70,10 @@ const Case kCases[] = {
     // more experts than resident CTAs (one CTA each), and larger experts
     {300, 16, 32, Block::k16x16, Rule::kMAE, true, true},
     {12, 256, 1040, Block::k16x16, Rule::kMAE, true, true},
+    // the columnwise walk's blocks of 8 runs x 4 strips: several of each, partial at both edges
+    // (65 tile rows = 17 runs, the last of one tile row; 5 strips, the last of 16 columns)
+    {3, 1040, 528, Block::k16x16, Rule::kMAE, true, true},
+    {3, 1040, 528, Block::k16x16, Rule::kMSE, false, true},
     // one expert, and the per-expert fallback (1x16 blocks)
     {1, 64, 128, Block::k16x16, Rule::kMAE, true, true},
     {4, 32, 96, Block::k1x16, Rule::kMAE, true, true},
