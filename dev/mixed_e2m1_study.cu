@@ -146,12 +146,14 @@ int main(int argc, char** argv) {
     sD[g] = cutlass::make_cute_packed_stride(StrideD{}, {Nw, T[g], 1});
     sS[g] = cutlass::make_cute_packed_stride(StrideS{}, {Nw, scale_k, 1});
   }
+  printf("host data and device buffers ready\n");
   auto up = [](auto const& v) { using T_ = typename std::decay_t<decltype(v)>::value_type; T_* p; CK(cudaMalloc(&p, v.size() * sizeof(T_))); CK(cudaMemcpy(p, v.data(), v.size() * sizeof(T_), cudaMemcpyHostToDevice)); return p; };
   auto d_shapes = up(shapes);
   auto d_Wq = up(dWq); auto d_Wdq = up(dWdq); auto d_X = up(dX); auto d_S = up(dS);
   auto d_C = up(dC); auto d_D = up(dD); auto d_Dref = up(dDref); auto d_alpha = up(dAlpha);
   auto d_sA = up(sA); auto d_sAref = up(sAref); auto d_sB = up(sB); auto d_sC = up(sC); auto d_sD = up(sD); auto d_sS = up(sS);
 
+  printf("pointer arrays uploaded\n");
   cutlass::KernelHardwareInfo hw; hw.device_id = 0; hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(0);
   auto make_fusion = [&](auto& f) {
     f.alpha = 0; f.beta = 0; f.alpha_ptr = nullptr; f.beta_ptr = nullptr; f.alpha_ptr_array = (float const* const*)d_alpha; f.beta_ptr_array = nullptr;
@@ -163,6 +165,7 @@ int main(int argc, char** argv) {
   am = typename GemmMixed::Arguments{cutlass::gemm::GemmUniversalMode::kGrouped, {G, d_shapes, nullptr},
       {(QuantType const**)d_Wq, d_sA, (MmaType const**)d_X, d_sB, (ElementScale const**)d_S, d_sS, chunk},
       {am.epilogue.thread, (ElementC const**)d_C, d_sC, d_D, d_sD}, hw};
+  printf("mixed arguments built\n");
   GemmMixed gm;
   am.problem_shape.host_problem_shapes = shapes.data();  // can_implement reads them
   {
