@@ -119,49 +119,34 @@ PRESETS = {
         seeds=4,
     ),
     # GPU default: 3 seeds x 3 modes, steps calibrated to fit the budget on the device
-    # (start-up included) under scripts/gpu_check.sh's 540 s timeout. Every backward GEMM in
-    # NVFP4 (the recipe the Four Over Six paper trains with); 8k tokens per step, because at
-    # 16k the runs ended inside the loss drop where the modes' delays, not their gaps, set
-    # the final loss (docs/lab_log.md, 2026-12-06).
+    # (start-up included) under scripts/gpu_check.sh's 540 s timeout; every backward GEMM in
+    # NVFP4 (the recipe the Four Over Six paper trains with). At this size a step takes about
+    # as long at 8k as at 16k tokens, so the larger batch goes further in the same time.
     "large": TrainConfig(
         ModelConfig(
             seq_len=512, dim=512, num_layers=6, num_heads=8, num_experts=8, top_k=2, ffn_dim=1024
         ),
-        batch=16,
-        steps=6000,
+        batch=32,
+        steps=3000,
         lr=1.5e-3,
         evals=8,
         eval_batches=8,
-        final_eval_batches=64,
-        warmup=600,
+        final_eval_batches=32,
+        warmup=300,
         seeds=3,
         time_budget_s=450.0,
         corpus_bytes=160 << 20,
         timing_skip=20,
         backward="nvfp4",
     ),
-    # GPU, in parts (README, "The demo on a GPU"): a run long enough to leave the loss drop
-    # behind does not fit one device command for every seed, so each part runs one seed of
-    # every mode (`--preset long --seed k --seeds 1`), the first calibrating the steps to its
-    # budget, the others repeating them (`--steps N`); `python -m f46.demo.merge` joins them.
-    "long": TrainConfig(
-        ModelConfig(
-            seq_len=512, dim=512, num_layers=6, num_heads=8, num_experts=8, top_k=2, ffn_dim=1024
-        ),
-        batch=64,
-        steps=3000,
-        lr=1.5e-3,
-        evals=10,
-        eval_batches=4,
-        final_eval_batches=32,
-        warmup=300,
-        seeds=1,
-        time_budget_s=440.0,
-        corpus_bytes=160 << 20,
-        timing_skip=20,
-        backward="nvfp4",
-    ),
 }
+# GPU, in parts (README, "The demo on a GPU"): a run long enough to leave the loss drop behind
+# does not fit one device command for every seed, so each part runs one seed of every mode
+# (`--preset long --seed k --seeds 1`), the first calibrating the steps to its budget, the
+# others repeating them (`--steps N`); `python -m f46.demo.merge` joins them.
+PRESETS["long"] = dataclasses.replace(
+    PRESETS["large"], batch=64, evals=10, eval_batches=4, seeds=1, time_budget_s=440.0
+)
 
 VAL_SEED = 10_000  # the validation batches: the same for every mode and seed
 
