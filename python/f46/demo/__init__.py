@@ -2,8 +2,9 @@
 
     python -m f46.demo --help
 
-Modules: data (corpus + batches), model (plain-PyTorch MoE LM), train (loop, quantization
-error, report), plot (loss curves).
+Modules: data (corpus + batches), model (plain-PyTorch MoE LM), train (loop, presets,
+command line), quant_error, stats (the verdict rule), report, plot (loss curves), merge (one
+result from runs of other seeds: python -m f46.demo.merge OUT DIR...).
 """
 
 from .train import MODES, PRESETS, cli, main, run  # noqa: F401
