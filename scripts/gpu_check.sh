@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|probe|diag|test|sanitize|pytest|consumer|bench|layer|profile|demo|all]...
+# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|probe|diag|test|sanitize|pytest|consumer|bench|layer|profile|demo|demo-part|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -91,6 +91,14 @@ if has demo; then
   timeout ${F46_DEMO_TIMEOUT:-540} python3 -m f46.demo --device cuda --no-progress --out "$OUT/demo" ${F46_DEMO_ARGS:-} \
     > "$OUT/demo.log" 2>&1
   note "demo rc=$?"; tail -15 "$OUT/demo.log"
+fi
+if [[ " $STEPS " == *" demo-part "* ]]; then  # one seed of the `long` preset: F46_DEMO_SEED (0), F46_DEMO_STEPS (part 0 calibrates)
+  K=${F46_DEMO_SEED:-0}
+  timeout ${F46_DEMO_TIMEOUT:-540} python3 -m f46.demo --device cuda --no-progress --preset long \
+    --seed "$K" --seeds 1 ${F46_DEMO_STEPS:+--steps $F46_DEMO_STEPS} --out "$OUT/part$K" \
+    > "$OUT/demo_part$K.log" 2>&1
+  note "demo part $K rc=$? $(grep -m1 -o 'calibrated:.*' "$OUT/demo_part$K.log" | head -c 200)"
+  tail -8 "$OUT/demo_part$K.log"
 fi
 echo "==== summary"; cat "$SUMMARY"
 # The device tool returns a few files per run: everything else goes back as one archive.
