@@ -2,9 +2,10 @@
 
     python -m f46.demo --help
 
-Modules: data (corpus + batches), model (plain-PyTorch MoE LM), train (loop, presets,
-command line), quant_error, stats (the verdict rule), report, plot (loss curves), merge (one
-result from runs of other seeds: python -m f46.demo.merge OUT DIR...).
+Modules: data (corpus + batches), model (plain-PyTorch MoE LM), presets (TrainConfig, the
+presets, BACKWARDS), train (loop, command line), quant_error, stats (the verdict rule),
+report, plot (loss curves), merge (one result from runs of other seeds: python -m
+f46.demo.merge OUT DIR...).
 """
 
 from .train import MODES, PRESETS, cli, main, run  # noqa: F401
