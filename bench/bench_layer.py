@@ -3,7 +3,9 @@ dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured i
 
 Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
 Prints: shape | mode | ms | x BF16 (BF16 time / f46 time), then the geometric mean per mode.
-Uneven (seeded log-normal) routing; tokens sorted by expert; CUDA events, median of REPS.
+Uneven (seeded log-normal) routing; tokens sorted by expert; CUDA events, median of REPS;
+gradients set to None before each step (until 2026-12-06, a2bdc78, they accumulated, which
+added the same ~3 ms of .grad additions to both sides).
 """
 
 from __future__ import annotations
@@ -56,6 +58,14 @@ def layer_operands(e, t, d, f, gen, dev):
     return counts, offs, x, gy, w1, w3, w2
 
 
+def train_step(layer_fn, leaves) -> None:
+    """One layer step as training runs it: gradients set to None first (optimizer.zero_grad's
+    default), so the backward writes them instead of accumulating into .grad."""
+    for t in leaves:
+        t.grad = None
+    layer_fn()
+
+
 def median_ms(fn) -> float:
     for _ in range(2):
         fn()
@@ -80,7 +90,7 @@ def main() -> None:
         flops = 18.0 * t * d * f  # 3 GEMMs forward, 6 backward
 
         def run_bf16():
-            bf16_layer(x, w1, w3, w2, offs).backward(gy)
+            train_step(lambda: bf16_layer(x, w1, w3, w2, offs).backward(gy), (x, w1, w3, w2))
 
         base = median_ms(run_bf16)
         label = f"{name} E{e} T{t} D{d} F{f}"
@@ -92,7 +102,7 @@ def main() -> None:
             layer.to(dev)
 
             def run_f46():
-                layer(x, counts).backward(gy)
+                train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
 
             ms = median_ms(run_f46)
             ratios[mode].append(base / ms)

@@ -21,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import f46  # noqa: E402
-from bench_layer import MOE, bf16_layer, layer_operands  # noqa: E402
+from bench_layer import MOE, bf16_layer, layer_operands, train_step  # noqa: E402
 
 REPS = int(os.environ.get("F46_PROFILE_REPS", "3"))
 TOP = int(os.environ.get("F46_PROFILE_TOP", "12"))
@@ -97,7 +97,11 @@ def main() -> None:
         if want and name not in want:
             continue
         counts, offs, x, gy, w1, w3, w2 = operands
-        bt = kernel_times(lambda: bf16_layer(x, w1, w3, w2, offs).backward(gy))
+        bt = kernel_times(
+            lambda: train_step(
+                lambda: bf16_layer(x, w1, w3, w2, offs).backward(gy), (x, w1, w3, w2)
+            )
+        )
         bf16_ms = sum(bt.values())
         bf16_gemm = sum(ms for n, ms in bt.items() if category(n).startswith("gemm"))
         label = f"{name} E{e} T{t} D{d} F{f}"
@@ -105,7 +109,9 @@ def main() -> None:
             layer = f46.F46GroupedExperts.from_bf16(
                 w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
             ).to(dev)
-            ft = kernel_times(lambda: layer(x, counts).backward(gy))
+            ft = kernel_times(
+                lambda: train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
+            )
             summarize(f"{label}, f46 4/6 {mode} bwd", ft, bf16_ms, bf16_gemm)
             del layer
         del x, gy, w1, w2, w3
