@@ -210,6 +210,10 @@ def case_unpad(d):
     return "unpad_token_groups", (y, offs, poffs, 20)
 
 
+def case_zero_rows(d):
+    return "zero_rows_past_groups_", (randn((20, 32), d, seed=24), i32([5, 5, 17], d))
+
+
 CASES = [
     case_quantize_tensor,
     case_quantize_fp32_mse_448,
@@ -230,6 +234,7 @@ CASES = [
     case_grouped_gemm_k,
     case_pad,
     case_unpad,
+    case_zero_rows,
 ]
 CASE_IDS = [c.__name__[len("case_") :] for c in CASES]
 
@@ -250,7 +255,10 @@ def test_every_op_has_a_case():
         "grouped_gemm_k",
         "pad_token_groups",
         "unpad_token_groups",
+        "zero_rows_past_groups_",
     }
+    registered = {s.name[5:] for s in torch._C._jit_get_all_schemas() if s.name.startswith("f46::")}
+    assert names == registered  # every registered op has an opcheck case
 
 
 @pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
