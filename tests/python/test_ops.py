@@ -239,7 +239,10 @@ CASES = [
 CASE_IDS = [c.__name__[len("case_") :] for c in CASES]
 
 
-def as_tuple(out):
+def as_tuple(out, args=()):
+    """An op's outputs as a tuple; for an in-place op (no outputs) the tensor it mutated."""
+    if out is None:
+        return (args[0],)
     return out if isinstance(out, (tuple, list)) else (out,)
 
 
@@ -275,8 +278,9 @@ def to_meta(a):
 def test_meta_shapes_equal_real(case, device):
     name, args = case(device)
     op = getattr(F46, name)
-    real = as_tuple(op(*args))
-    meta = as_tuple(op(*[to_meta(a) for a in args]))
+    real = as_tuple(op(*args), args)
+    meta_args = [to_meta(a) for a in args]
+    meta = as_tuple(op(*meta_args), meta_args)
     assert len(real) == len(meta)
     for r, m in zip(real, meta):
         assert m.device.type == "meta"
@@ -289,8 +293,9 @@ def test_meta_shapes_equal_real(case, device):
 def test_cuda_equals_cpu(case):
     name, args = case("cpu")
     op = getattr(F46, name)
-    cpu = as_tuple(op(*args))
-    cuda = as_tuple(op(*[a.cuda() if isinstance(a, torch.Tensor) else a for a in args]))
+    cpu = as_tuple(op(*args), args)
+    cuda_args = [a.cuda() if isinstance(a, torch.Tensor) else a for a in args]
+    cuda = as_tuple(op(*cuda_args), cuda_args)
     for c, g in zip(cpu, cuda):
         if name.startswith("grouped_gemm") or name == "gemm":
             # N10: accumulation order is backend-defined; values agree to FP32 rounding.
