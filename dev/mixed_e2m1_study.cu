@@ -1,4 +1,9 @@
 // Study (2026-12-06; first device run segfaulted before any output, with device-only problem shapes): CUTLASS 4.2 sm90 mixed-input grouped (ptr-array) GEMM with E2M1 weights.
+// Build (CUTLASS headers from the unpacked nvidia-cutlass wheel, cutlass_library/source):
+//   nvcc -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -O3 -DNDEBUG -I$C/include
+//        -I$C/tools/util/include dev/mixed_e2m1_study.cu -o build-dev/mixed_e2m1_study
+// (without -DNDEBUG CUTLASS's device asserts serialize the WGMMA pipeline). Run: `./a.out <chunk>
+// [big]`; carry build-dev/ to the device.
 // Weight W_g (Nw x K, K-major, e2m1 packed, low nibble = even element) is the collective "A" (register-sourced),
 // activations X_g (T_g x K, K-major bf16) are the collective "B". D_coll = W X^T (Nw x T_g), col-major => Y (T_g x Nw) row-major.
 #include <cstdio>
