@@ -28,6 +28,7 @@ from .quantized import (
     bias_for_gemm,
     gemm_out_dtype,
     next_sr_offset,
+    quantize_activation,
     quantize_gradient,
     quantize_weight,
     round_up,
@@ -54,12 +55,10 @@ def _quantize_x(x2: torch.Tensor, recipe: Recipe, columnwise: bool):
     (codes_t (K, Mp/2), scales_t (K, Mp/16), amax_t) of x padded to Mp = round_up(M, 16) rows
     when columnwise (zero rows add nothing to the wgrad), else None."""
     scope = "row" if recipe.row_scaled_activation else "tensor"
-    amax = ops.amax(x2, scope=scope)  # (1) | (M)
     if not columnwise:
-        c, s, _, _ = ops.quantize(
-            x2, amax, scope=scope, rule=recipe.err_mode, scale_bound=recipe.scale_bound, block=1
-        )
+        c, s, amax = quantize_activation(x2, recipe, scope)  # amax (1) | (M)
         return c, s, amax, scope, None
+    amax = ops.amax(x2, scope=scope)  # (1): row scaling has no quantized backward
     m = x2.shape[0]
     xp = F.pad(x2, (0, 0, 0, round_up(m, 16) - m))  # (Mp, K)
     amax_t = ops.amax(xp, rht_columns=True) if recipe.wgrad_rht else amax  # N7: after RHT
@@ -272,18 +271,8 @@ def _linear_prequantized(x, qw: QuantizedWeight, bias, recipe):
 def _quantize_a_grouped(a, offs, recipe):
     """A (M, K): 1x16 4/6 with a per-group (N2) or per-row amax."""
     scope = "row" if recipe.row_scaled_activation else "group"
-    goffs = offs if scope == "group" else None
-    amax = ops.amax(a, scope=scope, offsets=goffs)  # (E) | (M)
-    c, s, _, _ = ops.quantize(
-        a,
-        amax,
-        offsets=goffs,
-        scope=scope,
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=1,
-    )
-    return c, s, amax, scope
+    c, s, amax = quantize_activation(a, recipe, scope, offs if scope == "group" else None)
+    return c, s, amax, scope  # amax (E) | (M)
 
 
 def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recipe, dtype):

@@ -195,15 +195,12 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     )
 
 
-def dequantized_activation(
-    x: torch.Tensor, recipe: Recipe, offsets: Optional[torch.Tensor] = None
-) -> torch.Tensor:
-    """x (R, K) through the forward's 1x16 4/6 activation quantization (per-tensor amax, or
-    per-group with offsets (E) int32; N2, N3) and back (N8), float32: the values the NVFP4 GEMM
-    sees."""
-    x = x.detach().contiguous()
-    scope = "group" if offsets is not None else "tensor"
-    amax = ops.amax(x, scope=scope, offsets=offsets)
+def quantize_activation(
+    x: torch.Tensor, recipe: Recipe, scope: str, offsets: Optional[torch.Tensor] = None
+):
+    """x (R, K) through the forward's 1x16 4/6 activation quantization with a per-tensor,
+    per-row or per-group (offsets (E) int32) amax (N2, N3) -> (codes, scales, amax)."""
+    amax = ops.amax(x, scope=scope, offsets=offsets)  # (1) | (R) | (E)
     c, s, _, _ = ops.quantize(
         x,
         amax,
@@ -213,6 +210,18 @@ def dequantized_activation(
         scale_bound=recipe.scale_bound,
         block=1,
     )
+    return c, s, amax
+
+
+def dequantized_activation(
+    x: torch.Tensor, recipe: Recipe, offsets: Optional[torch.Tensor] = None
+) -> torch.Tensor:
+    """x (R, K) through the forward's 1x16 4/6 activation quantization (per-tensor amax, or
+    per-group with offsets (E) int32; N2, N3) and back (N8), float32: the values the NVFP4 GEMM
+    sees."""
+    x = x.detach().contiguous()
+    scope = "group" if offsets is not None else "tensor"
+    c, s, amax = quantize_activation(x, recipe, scope, offsets)
     return ops.dequantize(
         c,
         s,
