@@ -5,8 +5,8 @@
 # racecheck (all through dev/gpu_quantize.sh). Logs under $OUT.
 #   OUT=... [T_TESTS= T_BENCH= T_LAB= (0: no lab) LAB_ITERS= T_NCU= NCU_KERNELS= (needs the lab)
 #   T_SAN=] dev/gpu_lean.sh   (T_TESTS=0 / T_BENCH=0 / T_SAN=0: skip that step; the lab reads
-#   LAB_MAE_ONLY, LAB_ROWS_ONLY, LAB_NO_RC, LAB_PF_ONLY, LAB_TMA_ONLY, LAB_RC_ONLY,
-#   LAB_RC_GROUP_ONLY, LAB_T16_ONLY; LAB_RUNS runs several of them, see below). For lab runs alone, building the lab here and running the binary on the device (dev/lean_lab.cu's
+#   LAB_MAE_ONLY, LAB_ROWS_ONLY, LAB_NO_RC, LAB_PF_ONLY, LAB_RC_ONLY, LAB_RC_GROUP_ONLY,
+#   LAB_T16_ONLY; LAB_RUNS runs several of them, see below). For lab runs alone, building the lab here and running the binary on the device (dev/lean_lab.cu's
 #   header) saves the device the ~50 s compile; dev/ncu_lab.sh profiles one of its kernels.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 export BUILD=${BUILD:-build-gpu} T_TESTS=${T_TESTS:-170} T_SAN=${T_SAN:-80} T_BENCH=${T_BENCH:-90}
 if [ "${T_LAB:-120}" != 0 ]; then  # the lab builds beside the library
   nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
-    dev/lean_lab.cu -o /tmp/lean_lab > "$OUT/lab_build.log" 2>&1 &
+    dev/lean_lab.cu src/cuda/device.cpp -o /tmp/lean_lab > "$OUT/lab_build.log" 2>    dev/lean_lab.cu -o /tmp/lean_lab > "$OUT/lab_build.log" 2>&1 &1 &
   LAB_PID=$!
 fi
 if [ "$T_TESTS" != 0 ]; then WHAT=tests; else WHAT=build; fi  # build: nothing but the build

@@ -1,21 +1,21 @@
 // Lab for the bf16 lean quantizers (dev/, not built by CMake): the lean rows kernels
-// (quantize_lean.cuh, with L2 prefetches) and the TMA ring of dev/lean_tma.cuh against the
-// general rows kernel, and the src lean row+col kernel (quantize_rowcol.cuh, at 4 / 5 / 3 CTAs),
-// its group form dev/lean_rowcol_group.cuh and the src quad kernel (run length and CTA variants)
-// against the tile kernel, in one process. Every variant's codes and scales are compared bytewise with its
+// (quantize_lean.cuh, with L2 prefetches) against the general rows kernel, and the src lean
+// row+col kernel (quantize_rowcol.cuh, at 4 / 5 / 3 CTAs), its group form
+// dev/lean_rowcol_group.cuh and the src quad kernel (run length and CTA variants) against the
+// tile kernel, in one process. Every variant's codes and scales are compared bytewise with its
 // reference's (which the CUDA test suite checks against the CPU reference), then timed like
 // bench/bench_quantize.cu (CUDA events, median, two rotating inputs larger than L2) against a
 // device copy measured in the same run.
 //   nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
-//        dev/lean_lab.cu -o /tmp/lean_lab && /tmp/lean_lab [iters]
-// Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE and
-// MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_PF_ONLY (rowwise: the src kernels and the src
-// tensor kernel with L2 prefetches, kL2Ahead), LAB_TMA_ONLY (the same and the TMA ring of
-// dev/lean_tma.cuh), LAB_RC_ONLY (row+col and 16x16), LAB_RC_GROUP_ONLY (row+col
-// with the bench's 128 groups: the tile kernel against dev/lean_rowcol_group.cuh), LAB_T16_ONLY
-// (16x16 only: the tile kernel against the quad kernel). The lab kernels measured before
-// (table layouts, the 16x16 layouts) are in docs/lab_log.md and git history. The binary can be
-// built here and carried to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
+//        dev/lean_lab.cu src/cuda/device.cpp -o /tmp/lean_lab && /tmp/lean_lab [iters]
+// Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE
+// and MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_PF_ONLY (rowwise: the src kernels and the
+// src tensor kernel with L2 prefetches, kL2Ahead), LAB_RC_ONLY (row+col and 16x16),
+// LAB_RC_GROUP_ONLY (row+col with the bench's 128 groups: the tile kernel against
+// dev/lean_rowcol_group.cuh), LAB_T16_ONLY (16x16 only: the tile kernel against the quad
+// kernel). The lab kernels measured before (table layouts, the 16x16 layouts, the TMA-staged
+// rows kernel) are in docs/lab_log.md and git history. The binary can be built here and carried
+// to the device (no nvcc run there): dev/ncu_lab.sh profiles one kernel.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -31,7 +31,6 @@
 #include "cuda/quantize/quantize_launch_impl.cuh"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "lean_rowcol_group.cuh"
-#include "lean_tma.cuh"
 
 namespace {
 using namespace f46::cuda;
@@ -85,19 +84,6 @@ std::vector<Variant> variants() {
                }});
   v.push_back({"tensor kernel, L2 prefetch +4 strides", [](const QuantizeParams& p) {
                  launch_blocks<kLeanThreads>(quantize_rows_lean_tensor_kernel<M, 5, 4>, p);
-               }});
-  if (std::getenv("LAB_PF_ONLY")) return v;
-  v.push_back({"TMA ring, 4 stages, 5 CTAs", [](const QuantizeParams& p) {  // dev/lean_tma.cuh
-                 launch_blocks<kLeanThreads>(lean_tma_kernel<M, 4, 5>, p);
-               }});
-  v.push_back({"TMA ring, 6 stages, 5 CTAs", [](const QuantizeParams& p) {
-                 launch_blocks<kLeanThreads>(lean_tma_kernel<M, 6, 5>, p);
-               }});
-  v.push_back({"TMA ring, 4 stages, 6 CTAs", [](const QuantizeParams& p) {
-                 launch_blocks<kLeanThreads>(lean_tma_kernel<M, 4, 6>, p);
-               }});
-  v.push_back({"TMA ring, 3 stages, 7 CTAs", [](const QuantizeParams& p) {
-                 launch_blocks<kLeanThreads>(lean_tma_kernel<M, 3, 7>, p);
                }});
   return v;
 }
