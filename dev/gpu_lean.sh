@@ -15,7 +15,7 @@ mkdir -p "$OUT"
 export BUILD=${BUILD:-build-gpu} T_TESTS=${T_TESTS:-170} T_SAN=${T_SAN:-80} T_BENCH=${T_BENCH:-90}
 if [ "${T_LAB:-120}" != 0 ]; then  # the lab builds beside the library
   nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
-    dev/lean_lab.cu src/cuda/device.cpp -o /tmp/lean_lab > "$OUT/lab_build.log" 2>    dev/lean_lab.cu -o /tmp/lean_lab > "$OUT/lab_build.log" 2>&1 &1 &
+    dev/lean_lab.cu src/cuda/device.cpp -o /tmp/lean_lab > "$OUT/lab_build.log" 2>&1 &
   LAB_PID=$!
 fi
 if [ "$T_TESTS" != 0 ]; then WHAT=tests; else WHAT=build; fi  # build: nothing but the build
