@@ -5,7 +5,7 @@
 # racecheck (all through dev/gpu_quantize.sh). Logs under $OUT.
 #   OUT=... [T_TESTS= T_BENCH= T_LAB= (0: no lab) LAB_ITERS= T_NCU= NCU_KERNELS= (needs the lab)
 #   T_SAN=] dev/gpu_lean.sh   (T_TESTS=0 / T_BENCH=0 / T_SAN=0: skip that step; the lab reads
-#   LAB_MAE_ONLY, LAB_ROWS_ONLY, LAB_NO_RC, LAB_PF_ONLY, LAB_RC_ONLY, LAB_RC_GROUP_ONLY,
+#   LAB_MAE_ONLY, LAB_ROWS_ONLY, LAB_NO_RC, LAB_RC_ONLY, LAB_RC_GROUP_ONLY,
 #   LAB_T16_ONLY; LAB_RUNS runs several of them, see below). For lab runs alone, building the lab here and running the binary on the device (dev/lean_lab.cu's
 #   header) saves the device the ~50 s compile; dev/ncu_lab.sh profiles one of its kernels.
 set -uo pipefail
@@ -35,7 +35,7 @@ if [ "${T_LAB:-120}" != 0 ]; then  # T_LAB=0: no lab
     --format=csv,noheader,nounits -lms 50 > "$OUT/clocks.csv" 2>/dev/null &
   SMI_PID=$!
   # LAB_RUNS: lab runs separated by ';', each a list of LAB_* settings (one run with the
-  # environment's LAB_* settings when unset), e.g. 'LAB_NO_RC=1 LAB_PF_ONLY=1;LAB_RC_GROUP_ONLY=1'.
+  # environment's LAB_* settings when unset), e.g. 'LAB_NO_RC=1;LAB_RC_GROUP_ONLY=1'.
   : > "$OUT/lab.log"
   IFS=';' read -r -a RUNS <<< "${LAB_RUNS:-}"
   [ ${#RUNS[@]} -gt 0 ] || RUNS=("")

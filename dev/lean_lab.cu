@@ -9,8 +9,7 @@
 //   nvcc -std=c++20 -arch=sm_90a -O3 --fmad=false --expt-relaxed-constexpr -Isrc -Iinclude \
 //        dev/lean_lab.cu src/cuda/device.cpp -o /tmp/lean_lab && /tmp/lean_lab [iters]
 // Sections (environment): LAB_MAE_ONLY (rowwise MAE, first shape), LAB_ROWS_ONLY (rowwise MAE
-// and MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_PF_ONLY (rowwise: the src kernels and the
-// src tensor kernel with L2 prefetches, kL2Ahead), LAB_RC_ONLY (row+col and 16x16),
+// and MSE), LAB_NO_RC (rowwise MAE, MSE, all6), LAB_RC_ONLY (row+col and 16x16),
 // LAB_RC_GROUP_ONLY (row+col with the bench's 128 groups: the tile kernel against
 // dev/lean_rowcol_group.cuh), LAB_T16_ONLY (16x16 only: the tile kernel against the quad
 // kernel). The lab kernels measured before (table layouts, the 16x16 layouts, the TMA-staged
