@@ -10,6 +10,10 @@ import re
 import pytest
 import torch
 
+from f46.integrations._swap import SwappedModule
+from f46.torchao import NVFP4FourOverSixLinear
+from f46.torchao.grouped_weight import FourOverSixGroupedWeight
+
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
 SECTIONS = ("torchao", "Hugging Face transformers", "torchtitan")
 
@@ -37,8 +41,8 @@ def _run(code: str) -> dict:
 def test_torchao_snippet():
     ns = _run(_snippets()["torchao"])
     assert ns["y"].shape == (300, 512) and ns["y"].dtype == torch.bfloat16
-    assert type(ns["model"][0]).__name__ == "NVFP4FourOverSixLinear"
-    assert type(ns["moe_model"].w1).__name__ == "FourOverSixGroupedWeight"
+    assert isinstance(ns["model"][0], NVFP4FourOverSixLinear)
+    assert isinstance(ns["moe_model"].w1, FourOverSixGroupedWeight)
     grad = ns["moe_model"].w1.grad
     assert grad is not None and grad.shape == (4, 512, 256) and torch.isfinite(grad).all()
 
@@ -49,7 +53,7 @@ def test_transformers_snippet():
     report = str(ns["report"])
     assert "experts" in report and "router / gate" in report
     experts = ns["model"].model.layers[0].mlp.experts
-    assert type(experts).__name__.startswith("NVFP4")  # converted, not left in BF16
+    assert isinstance(experts, SwappedModule)  # converted to f46's experts, not left in BF16
     assert experts.gate_up_proj.grad is not None  # the snippet's backward reached the experts
 
 
@@ -59,4 +63,5 @@ def test_torchtitan_snippet():
     assert ns["out"].shape == (2, 64, 256) and torch.isfinite(ns["out"]).all()
     gate = ns["moe"].router.gate  # the router left alone: still torchtitan's own Linear
     assert type(gate).__module__.startswith("torchtitan") and type(gate).__name__ == "Linear"
-    assert type(ns["moe"].routed_experts.inner_experts).__name__ == "NVFP4GroupedExperts"
+    experts = ns["moe"].routed_experts.inner_experts
+    assert isinstance(experts, SwappedModule) and type(experts).__name__ == "NVFP4GroupedExperts"
