@@ -21,7 +21,12 @@
                         TensorView& out, TensorView& padded_offs, const Context& ctx);          \
   void unpad_token_groups(const TensorView& y, const TensorView& offs,                         \
                           const TensorView& padded_offs, TensorView& out, const Context& ctx);  \
-  void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context& ctx);
+  void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context& ctx);     \
+  void swiglu(const TensorView& a, const TensorView& b, TensorView& out, const TensorView& offs, \
+              TensorView& amax, const Context& ctx);                                           \
+  void swiglu_backward(const TensorView& dout, const TensorView& a, const TensorView& b,       \
+                       TensorView& da, TensorView& db, const TensorView& offs,                 \
+                       TensorView& amax_da, TensorView& amax_db, const Context& ctx);
 
 namespace f46::cpu {
 F46_BACKEND_FUNCTIONS

@@ -33,5 +33,11 @@ void unpad_token_groups(const TensorView&, const TensorView&, const TensorView&,
 void zero_rows_past_groups(TensorView&, const TensorView&, const Context&) {
   absent("zero_rows_past_groups");
 }
+void swiglu(const TensorView&, const TensorView&, TensorView&, const TensorView&, TensorView&,
+            const Context&) { absent("swiglu"); }
+void swiglu_backward(const TensorView&, const TensorView&, const TensorView&, TensorView&,
+                     TensorView&, const TensorView&, TensorView&, TensorView&, const Context&) {
+  absent("swiglu_backward");
+}
 
 }  // namespace f46::cuda
