@@ -99,7 +99,7 @@ TEST(SwiGLU, BackwardMatchesFp64WithTheSameRoundings) {
   }
 }
 
-// Special values: silu(0) = 0, silu(+Inf) * 1 = +Inf (exp(-Inf) = 0), silu(-Inf) = -0 * ... NaN
+// Special values: silu(+Inf) * 1 = +Inf (exp(-Inf) = 0); a NaN
 // propagates to the output and to its group's amax; the amaxes are those of the written rows,
 // rows past offs[E-1] count in no group and an empty group has amax 0.
 TEST(SwiGLU, GroupAmaxesAreTheN9AmaxesOfTheWrittenRows) {
