@@ -37,6 +37,7 @@ CATEGORIES = [
     ("dequantize", r"dequantize"),
     ("quantize other", r"quantize"),
     ("amax", r"amax"),
+    ("swiglu (f46, fused amaxes)", r"swiglu_kernel"),
     ("pad/unpad", r"pad_rows|unpad|pad_"),
     ("gemm epilogue (f46)", r"gemm_epilogue_kernel"),
     ("gemm fused fp4 (plan b)", r"fused_fp4"),

@@ -325,6 +325,59 @@ void zero_rows_past_groups_op(const at::Tensor& x, const at::Tensor& offs) {
   }
 }
 
+// SwiGLU (N13): (out, amax) with amax (E) of out's groups when offsets are given, else (0,).
+template <class Env>
+std::tuple<at::Tensor, at::Tensor> swiglu_op(const at::Tensor& a, const at::Tensor& b,
+                                             const std::optional<at::Tensor>& offsets) {
+  check_dim(a, 2, "swiglu", "a", "(M, F)");
+  at::Tensor out = at::empty_like(a, at::MemoryFormat::Contiguous);
+  c10::SymInt e = 0;
+  if (offsets.has_value()) {
+    check_dim(*offsets, 1, "swiglu", "offsets", "(E)");
+    e = offsets->sym_size(0);
+  }
+  at::Tensor amax = at::empty_symint({e}, a.options().dtype(at::kFloat));
+  if constexpr (Env::kRun) {
+    Env env(a);
+    const TensorView av = to_view(a, "a"), bv = to_view(b, "b");
+    const TensorView offv = to_view(offsets, "offsets");
+    TensorView ov = to_view(out, "out");
+    TensorView mv = offsets.has_value() ? to_view(amax, "amax") : TensorView{};
+    call_f46([&] { f46::swiglu(av, bv, ov, offv, mv, env.ctx()); });
+  }
+  return {out, amax};
+}
+
+// SwiGLU backward (N13): (da, db, amax_da, amax_db); an amax not asked for is (0,).
+template <class Env>
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> swiglu_backward_op(
+    const at::Tensor& dout, const at::Tensor& a, const at::Tensor& b,
+    const std::optional<at::Tensor>& offsets, bool amax_da, bool amax_db) {
+  check_dim(a, 2, "swiglu_backward", "a", "(M, F)");
+  TORCH_CHECK(offsets.has_value() || !(amax_da || amax_db),
+              "f46::swiglu_backward: `amax_da` / `amax_db` need `offsets` (E) int32");
+  at::Tensor da = at::empty_like(a, at::MemoryFormat::Contiguous);
+  at::Tensor db = at::empty_like(a, at::MemoryFormat::Contiguous);
+  c10::SymInt e = 0;
+  if (offsets.has_value()) {
+    check_dim(*offsets, 1, "swiglu_backward", "offsets", "(E)");
+    e = offsets->sym_size(0);
+  }
+  const auto fopt = a.options().dtype(at::kFloat);
+  at::Tensor ma = at::empty_symint({amax_da ? e : c10::SymInt(0)}, fopt);
+  at::Tensor mb = at::empty_symint({amax_db ? e : c10::SymInt(0)}, fopt);
+  if constexpr (Env::kRun) {
+    Env env(a);
+    const TensorView dv = to_view(dout, "dout"), av = to_view(a, "a"), bv = to_view(b, "b");
+    const TensorView offv = to_view(offsets, "offsets");
+    TensorView dav = to_view(da, "da"), dbv = to_view(db, "db");
+    TensorView mav = amax_da ? to_view(ma, "amax_da") : TensorView{};
+    TensorView mbv = amax_db ? to_view(mb, "amax_db") : TensorView{};
+    call_f46([&] { f46::swiglu_backward(dv, av, bv, dav, dbv, offv, mav, mbv, env.ctx()); });
+  }
+  return {da, db, ma, mb};
+}
+
 // m.impl(...) of every op for one dispatch key.
 #define F46_TORCH_IMPL_ALL(m, Env)                                                      \
   do {                                                                                  \
@@ -338,6 +391,8 @@ void zero_rows_past_groups_op(const at::Tensor& x, const at::Tensor& offs) {
     m.impl("pad_token_groups", &::f46::torch_ext::pad_token_groups_op<Env>);            \
     m.impl("unpad_token_groups", &::f46::torch_ext::unpad_token_groups_op<Env>);        \
     m.impl("zero_rows_past_groups_", &::f46::torch_ext::zero_rows_past_groups_op<Env>); \
+    m.impl("swiglu", &::f46::torch_ext::swiglu_op<Env>);                                \
+    m.impl("swiglu_backward", &::f46::torch_ext::swiglu_backward_op<Env>);              \
   } while (0)
 
 }  // namespace f46::torch_ext

@@ -29,4 +29,8 @@ TORCH_LIBRARY(f46, m) {
   m.def("pad_token_groups(Tensor x, Tensor offs, int alignment) -> (Tensor, Tensor)");
   m.def("unpad_token_groups(Tensor y, Tensor offs, Tensor padded_offs, int num_rows) -> Tensor");
   m.def("zero_rows_past_groups_(Tensor(a!) x, Tensor offs) -> ()");
+  m.def("swiglu(Tensor a, Tensor b, Tensor? offsets) -> (Tensor out, Tensor amax)");
+  m.def(
+      "swiglu_backward(Tensor dout, Tensor a, Tensor b, Tensor? offsets, bool amax_da, "
+      "bool amax_db) -> (Tensor da, Tensor db, Tensor amax_da, Tensor amax_db)");
 }

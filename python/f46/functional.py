@@ -268,10 +268,12 @@ def _linear_prequantized(x, qw: QuantizedWeight, bias, recipe):
 
 
 # ---- grouped GEMM (N11, N12) ---------------------------------------------------------------
-def _quantize_a_grouped(a, offs, recipe):
-    """A (M, K): 1x16 4/6 with a per-group (N2) or per-row amax."""
+def _quantize_a_grouped(a, offs, recipe, amax=None):
+    """A (M, K): 1x16 4/6 with a per-group (N2) or per-row amax; `amax`: A's per-group amax
+    when the caller has it (group scope only)."""
     scope = "row" if recipe.row_scaled_activation else "group"
-    c, s, amax = quantize_activation(a, recipe, scope, offs if scope == "group" else None)
+    assert amax is None or scope == "group", "a precomputed amax is per group"
+    c, s, amax = quantize_activation(a, recipe, scope, offs if scope == "group" else None, amax)
     return c, s, amax, scope  # amax (E) | (M)
 
 
@@ -346,13 +348,17 @@ def _grouped_backward_bf16(dy, a, b, offs, need_da, need_db, a_dtype, b_dtype):
     return da, db
 
 
-def _grouped_backward_quantized(dy, xt, wt, offs, recipe, sr_offset, need_da, need_db, dtypes):
+def _grouped_backward_quantized(
+    dy, xt, wt, offs, recipe, sr_offset, need_da, need_db, dtypes, g_amax=None
+):
     """Standard NVFP4 gradients (N4) of an M-grouped GEMM: dA = dY x W columnwise, dB = dY
-    columnwise x X columnwise. xt = _x_columnwise's tuple, wt = (codes_t, scales_t, amax)."""
+    columnwise x X columnwise. xt = _x_columnwise's tuple, wt = (codes_t, scales_t, amax);
+    g_amax: dY's per-group amax when the caller has it."""
     xct, xst, amax_t, poffs = xt
     wct, wst, w_amax = wt
     da = db = None
-    g_amax = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
+    if g_amax is None:
+        g_amax = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
     if need_da:
         gc, gs, _, _ = quantize_gradient(dy, g_amax, recipe, sr_offset, scope="group", offsets=offs)
         da = ops.grouped_gemm_m(
@@ -404,12 +410,12 @@ def _grouped_backward_quantized(dy, xt, wt, offs, recipe, sr_offset, need_da, ne
 
 class _GroupedMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b, offs, bias, recipe, sr_offset, needs):
+    def forward(ctx, a, b, offs, bias, recipe, sr_offset, needs, a_amax=None):
         mode = recipe.grouped_backward()
         need_da, need_db = needs[0], needs[1]
         ctx.needs = needs
         quant_bw = mode == "quantized"
-        ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe)
+        ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe, a_amax)
         qw = quantize_weight(b, recipe, columnwise=quant_bw and need_da)
         y = _grouped_gemm(ac, as_, a_amax, scope, qw, offs, bias, recipe, a.dtype)
         ctx.recipe, ctx.mode, ctx.sr_offset, ctx.scope = recipe, mode, sr_offset, scope
@@ -451,7 +457,7 @@ class _GroupedMM(torch.autograd.Function):
         if need_bias:
             offs = ctx.saved_tensors[-1] if mode != "high_precision" else ctx.saved_tensors[2]
             dbias = group_bias_grad(dy, offs, ctx.e).to(ctx.bias_dtype)
-        return da, db, None, dbias, None, None, None
+        return da, db, None, dbias, None, None, None, None
 
 
 class _PadTokenGroups(torch.autograd.Function):
@@ -559,3 +565,24 @@ def grouped_mm(
     ap, poffs = pad_token_groups(a.contiguous(), offs, align)
     yp = _GroupedMM.apply(ap, b, poffs, bias, recipe, sr, needs)
     return unpad_token_groups(yp, offs, poffs, m, align)
+
+
+def grouped_mm_amax(
+    a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, a_amax: torch.Tensor, recipe: Recipe
+) -> torch.Tensor:
+    """f46.grouped_mm(a, b, offs, recipe=recipe) with A's per-group N9 amax (E) given (as
+    ops.swiglu returns it), bitwise: the amax pass over A is skipped. B (E, N, K) a tensor, no
+    bias, no token-group padding, group-scope activations (not row-scaled), M > 0."""
+    if not isinstance(b, torch.Tensor) or b.dim() != 3:
+        raise ValueError(f"B must be a 3-D (E, N, K) tensor, got {getattr(b, 'shape', b)}")
+    if recipe.pad_token_groups is not None or recipe.row_scaled_activation:
+        raise ValueError("grouped_mm_amax needs group-scope activations without token padding")
+    e, n, k = b.shape
+    _check_grouped(a, e, n, k, offs, None, recipe)
+    if a.shape[0] == 0:
+        raise ValueError("grouped_mm_amax needs M > 0 tokens")
+    if tuple(a_amax.shape) != (e,) or a_amax.dtype != torch.float32:
+        raise ValueError(f"a_amax must be ({e},) float32, got {a_amax.dtype} {tuple(a_amax.shape)}")
+    sr = next_sr_offset(recipe)
+    needs = _needs_grad(a, b, None)
+    return _GroupedMM.apply(a.contiguous(), b, offs, None, recipe, sr, needs, a_amax)

@@ -35,63 +35,89 @@ def _sum(x, y):
     return x if y is None else x + y
 
 
+def pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs):
+    """Forward of the pair: sets ctx's fields, returns (y1, y3, tensors to save) where the
+    tensors' last entry is offs (pair_backward reads them back in that order)."""
+    need_da, need_db1, need_db3 = needs
+    mode = recipe.grouped_backward()
+    quant_bw = mode == "quantized"
+    ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe)  # once for both GEMMs
+    qw1 = quantize_weight(b1, recipe, columnwise=quant_bw and need_da)
+    qw3 = quantize_weight(b3, recipe, columnwise=quant_bw and need_da)
+    y1 = _grouped_gemm(ac, as_, a_amax, scope, qw1, offs, None, recipe, a.dtype)  # (M, N)
+    y3 = _grouped_gemm(ac, as_, a_amax, scope, qw3, offs, None, recipe, a.dtype)  # (M, N)
+    ctx.recipe, ctx.mode, ctx.scope, ctx.needs = recipe, mode, scope, needs
+    ctx.sr = (sr1, sr3)
+    ctx.dtypes = (a.dtype, b1.dtype)
+    if mode == "high_precision":
+        return y1, y3, [a, b1, b3, offs]
+    if mode == "dequantized":
+        return y1, y3, [ac, as_, a_amax, qw1.codes, qw1.scales, qw1.amax, qw3.codes, qw3.scales,
+                        qw3.amax, offs]  # fmt: skip
+    empty = a.new_empty(0, dtype=torch.uint8)
+    need_x = need_db1 or need_db3
+    xt = _x_columnwise(a, offs, a_amax, recipe) if need_x else (empty, empty, a_amax, offs)
+    w = []
+    for qw in (qw1, qw3):
+        w += [qw.codes_t if qw.codes_t is not None else empty]
+        w += [qw.scales_t if qw.scales_t is not None else empty, qw.amax]
+    return y1, y3, [*xt, *w, offs]
+
+
+def pair_backward(ctx, saved, dy1, dy3, g_amax1=None, g_amax3=None):
+    """(dA, dB1, dB3) from pair_forward's saved tensors; g_amax1 / g_amax3: the per-group amaxes
+    of dy1 / dy3 when the caller has them (quantized backward)."""
+    recipe, mode = ctx.recipe, ctx.mode
+    need_da, need_db1, need_db3 = ctx.needs
+    dy1, dy3 = dy1.contiguous(), dy3.contiguous()  # (M, N)
+    if mode == "quantized":
+        s = saved
+        xt, offs = s[0:4], s[10]
+        da1, db1 = _grouped_backward_quantized(
+            dy1, xt, s[4:7], offs, recipe, ctx.sr[0], need_da, need_db1, ctx.dtypes, g_amax1
+        )
+        da3, db3 = _grouped_backward_quantized(
+            dy3, xt, s[7:10], offs, recipe, ctx.sr[1], need_da, need_db3, ctx.dtypes, g_amax3
+        )
+    else:
+        if mode == "high_precision":
+            a, b1, b3, offs = saved
+        else:
+            ac, as_, a_amax, c1, s1, m1, c3, s3, m3, offs = saved
+            a = _dequantized_a(ac, as_, a_amax, ctx.scope, offs, recipe)  # (M, K), once
+            b1 = _dequantized_b(c1, s1, m1, recipe)  # (E, N, K)
+            b3 = _dequantized_b(c3, s3, m3, recipe)
+        da1, db1 = _grouped_backward_bf16(dy1, a, b1, offs, need_da, need_db1, *ctx.dtypes)
+        da3, db3 = _grouped_backward_bf16(dy3, a, b3, offs, need_da, need_db3, *ctx.dtypes)
+    return _sum(da1, da3), db1, db3
+
+
 class _GroupedMMPair(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs):
-        need_da, need_db1, need_db3 = needs
-        mode = recipe.grouped_backward()
-        quant_bw = mode == "quantized"
-        ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe)  # once for both GEMMs
-        qw1 = quantize_weight(b1, recipe, columnwise=quant_bw and need_da)
-        qw3 = quantize_weight(b3, recipe, columnwise=quant_bw and need_da)
-        y1 = _grouped_gemm(ac, as_, a_amax, scope, qw1, offs, None, recipe, a.dtype)  # (M, N)
-        y3 = _grouped_gemm(ac, as_, a_amax, scope, qw3, offs, None, recipe, a.dtype)  # (M, N)
-        ctx.recipe, ctx.mode, ctx.scope, ctx.needs = recipe, mode, scope, needs
-        ctx.sr = (sr1, sr3)
-        ctx.dtypes = (a.dtype, b1.dtype)
-        if mode == "high_precision":
-            ctx.save_for_backward(a, b1, b3, offs)
-        elif mode == "dequantized":
-            ctx.save_for_backward(
-                ac, as_, a_amax, qw1.codes, qw1.scales, qw1.amax, qw3.codes, qw3.scales,
-                qw3.amax, offs,
-            )  # fmt: skip
-        else:
-            empty = a.new_empty(0, dtype=torch.uint8)
-            need_x = need_db1 or need_db3
-            xt = _x_columnwise(a, offs, a_amax, recipe) if need_x else (empty, empty, a_amax, offs)
-            w = []
-            for qw in (qw1, qw3):
-                w += [qw.codes_t if qw.codes_t is not None else empty]
-                w += [qw.scales_t if qw.scales_t is not None else empty, qw.amax]
-            ctx.save_for_backward(*xt, *w, offs)
+        y1, y3, saved = pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs)
+        ctx.save_for_backward(*saved)
         return y1, y3
 
     @staticmethod
     def backward(ctx, dy1, dy3):
-        recipe, mode = ctx.recipe, ctx.mode
-        need_da, need_db1, need_db3 = ctx.needs
-        dy1, dy3 = dy1.contiguous(), dy3.contiguous()  # (M, N)
-        if mode == "quantized":
-            s = ctx.saved_tensors
-            xt, offs = s[0:4], s[10]
-            da1, db1 = _grouped_backward_quantized(
-                dy1, xt, s[4:7], offs, recipe, ctx.sr[0], need_da, need_db1, ctx.dtypes
-            )
-            da3, db3 = _grouped_backward_quantized(
-                dy3, xt, s[7:10], offs, recipe, ctx.sr[1], need_da, need_db3, ctx.dtypes
-            )
-        else:
-            if mode == "high_precision":
-                a, b1, b3, offs = ctx.saved_tensors
-            else:
-                ac, as_, a_amax, c1, s1, m1, c3, s3, m3, offs = ctx.saved_tensors
-                a = _dequantized_a(ac, as_, a_amax, ctx.scope, offs, recipe)  # (M, K), once
-                b1 = _dequantized_b(c1, s1, m1, recipe)  # (E, N, K)
-                b3 = _dequantized_b(c3, s3, m3, recipe)
-            da1, db1 = _grouped_backward_bf16(dy1, a, b1, offs, need_da, need_db1, *ctx.dtypes)
-            da3, db3 = _grouped_backward_bf16(dy3, a, b3, offs, need_da, need_db3, *ctx.dtypes)
-        return _sum(da1, da3), db1, db3, None, None, None, None, None
+        da, db1, db3 = pair_backward(ctx, ctx.saved_tensors, dy1, dy3)
+        return da, db1, db3, None, None, None, None, None
+
+
+def pair_applies(a, b1, b3, recipe) -> bool:
+    """The shared form applies: two (E, N, K) tensors of one shape and dtype, no token-group
+    padding, 2-D A with tokens."""
+    return (
+        isinstance(b1, torch.Tensor)
+        and isinstance(b3, torch.Tensor)
+        and b1.dim() == 3
+        and b1.shape == b3.shape
+        and b1.dtype == b3.dtype
+        and recipe.pad_token_groups is None
+        and a.dim() == 2
+        and a.shape[0] > 0
+    )
 
 
 def grouped_mm_pair(
@@ -105,16 +131,7 @@ def grouped_mm_pair(
     bitwise, with A quantized once. b1, b3: (E, N, K) tensors of one shape and dtype, no bias.
     Falls back to the two calls where the shared form does not apply (prequantized weights,
     token-group padding, zero tokens)."""
-    shared = (
-        isinstance(b1, torch.Tensor)
-        and isinstance(b3, torch.Tensor)
-        and b1.dim() == 3
-        and b1.shape == b3.shape
-        and b1.dtype == b3.dtype
-        and recipe.pad_token_groups is None
-        and a.dim() == 2
-        and a.shape[0] > 0
-    )
+    shared = pair_applies(a, b1, b3, recipe)
     if not shared:
         return grouped_mm(a, b1, offs, recipe=recipe), grouped_mm(a, b3, offs, recipe=recipe)
     e, n, k = b1.shape

@@ -6,12 +6,11 @@ import math
 from typing import Optional
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from .experts import autocast_dtype
-from .functional import grouped_mm, linear
-from .grouped_pair import grouped_mm_pair
+from .functional import linear
+from .grouped_swiglu import swiglu_experts
 from .quantized import WeightCache
 from .recipe import Recipe
 
@@ -122,6 +121,7 @@ class F46GroupedExperts(nn.Module):
         self.w2 = nn.Parameter(torch.empty(num_experts, dim, hidden_dim, **kw))
         self.w3 = nn.Parameter(torch.empty(num_experts, hidden_dim, dim, **kw))
         self.cache_weights = cache_weights
+        self.fused_swiglu = True  # False: the composition (benchmarks compare the two)
         self._caches = {"w1": WeightCache(), "w2": WeightCache(), "w3": WeightCache()}
         self.reset_parameters()
 
@@ -153,12 +153,15 @@ class F46GroupedExperts(nn.Module):
             m.w3.copy_(w3)
         return m
 
-    def _weight(self, name: str, x: torch.Tensor):
+    def _weight(self, name: str, *inputs: torch.Tensor):
+        """The weight, or its cached quantization where no gradient flows through it or into
+        the GEMM's other operand (computed from `inputs`)."""
         w = getattr(self, name)
+        grads = w.requires_grad or any(t.requires_grad for t in inputs)
         if (
             self.cache_weights
             and not torch.compiler.is_compiling()
-            and not (torch.is_grad_enabled() and (w.requires_grad or x.requires_grad))
+            and not (torch.is_grad_enabled() and grads)
         ):
             return self._caches[name].get(w, self.recipe)
         return w
@@ -171,11 +174,11 @@ class F46GroupedExperts(nn.Module):
             )
         x = x.to(autocast_dtype(x))  # under autocast, compute as nn.Linear does
         offs = torch.cumsum(num_tokens_per_expert.to(x.device), dim=0).to(torch.int32)  # (E)
-        r = self.recipe
-        # gate and up projections with x quantized once; bitwise two grouped_mm calls
-        h1, h3 = grouped_mm_pair(x, self._weight("w1", x), self._weight("w3", x), offs, r)  # (T, F)
-        h = F.silu(h1) * h3
-        return grouped_mm(h, self._weight("w2", h), offs, recipe=r)  # (T, D)
+        w1, w3 = self._weight("w1", x), self._weight("w3", x)
+        w2 = self._weight("w2", x, self.w1, self.w3)  # its A, h, derives from x, w1, w3
+        # x quantized once for the gate and up projections; on CUDA the SwiGLU fused with its
+        # amaxes; bitwise grouped_mm_pair, F.silu(h1) * h3, grouped_mm (f46.grouped_swiglu)
+        return swiglu_experts(x, w1, w2, w3, offs, self.recipe, self.fused_swiglu)  # (T, D)
 
     def extra_repr(self) -> str:
         return (

@@ -257,6 +257,28 @@ def zero_rows_past_groups_(x: Tensor, offs: Tensor) -> Tensor:
     return x
 
 
+def swiglu(a: Tensor, b: Tensor, offsets: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    """silu(a) * b with PyTorch's arithmetic (N13; bitwise `F.silu(a) * b` on CUDA), a, b (M, F)
+    contiguous bf16/fp16/fp32 of one shape. Returns (out (M, F), amax): with offsets (E) int32,
+    amax (E) float32 = the N9 amax of out's rows of each group; else an empty (0,) tensor."""
+    return _ops.swiglu(a, b, offsets)
+
+
+def swiglu_backward(
+    dout: Tensor,
+    a: Tensor,
+    b: Tensor,
+    offsets: Optional[Tensor] = None,
+    *,
+    amax_da: bool = False,
+    amax_db: bool = False,
+) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Gradients of out = silu(a) * b given dout (N13; bitwise PyTorch's autograd of
+    `F.silu(a) * b` on CUDA). Returns (da, db, amax_da, amax_db); an amax asked for is the
+    (E) float32 N9 amax of that gradient's rows of each group (needs offsets), else (0,)."""
+    return _ops.swiglu_backward(dout, a, b, offsets, amax_da, amax_db)
+
+
 def padded_rows(m: int, num_groups: int, alignment: int) -> int:
     """Rows of the pad_token_groups output: round_up(m + E * (alignment - 1), alignment)."""
     n = m + num_groups * (alignment - 1)

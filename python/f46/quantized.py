@@ -196,11 +196,17 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
 
 
 def quantize_activation(
-    x: torch.Tensor, recipe: Recipe, scope: str, offsets: Optional[torch.Tensor] = None
+    x: torch.Tensor,
+    recipe: Recipe,
+    scope: str,
+    offsets: Optional[torch.Tensor] = None,
+    amax: Optional[torch.Tensor] = None,
 ):
     """x (R, K) through the forward's 1x16 4/6 activation quantization with a per-tensor,
-    per-row or per-group (offsets (E) int32) amax (N2, N3) -> (codes, scales, amax)."""
-    amax = ops.amax(x, scope=scope, offsets=offsets)  # (1) | (R) | (E)
+    per-row or per-group (offsets (E) int32) amax (N2, N3) -> (codes, scales, amax). `amax`:
+    x's N9 amax of that scope when the caller has it already (e.g. from ops.swiglu)."""
+    if amax is None:
+        amax = ops.amax(x, scope=scope, offsets=offsets)  # (1) | (R) | (E)
     c, s, _, _ = ops.quantize(
         x,
         amax,
