@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "check.h"
 #include "experts.h"
+#include "f46/grouped.h"
 
 namespace f46 {
 
@@ -95,10 +96,46 @@ void check_output(const TensorView& v, const char* name, int64_t rows, int64_t c
   check::no_alias(v, name, x, "x");
 }
 
+// Virtual token-group padding (GlobalAmax::source_offsets, N12): the restrictions, and on the
+// CPU the padded ends `offsets` must equal. Returns the padded row count R.
+int64_t check_source_offsets(const TensorView& x, const GlobalAmax& amax,
+                             const QuantizeConfig& cfg) {
+  const TensorView& src = amax.source_offsets;
+  F46_CHECK(amax.scope == AmaxScope::kGroup, "amax.source_offsets needs amax.scope group, got ",
+            scope_name(amax.scope));
+  F46_CHECK(cfg.columnwise && !cfg.rowwise,
+            "amax.source_offsets needs cfg.columnwise without cfg.rowwise");
+  F46_CHECK(cfg.block == Block::k1x16, "amax.source_offsets needs cfg.block 1x16");
+  F46_CHECK(!cfg.rht_rowwise && !cfg.rht_columnwise, "amax.source_offsets excludes the RHT");
+  check::dtype(src, "amax.source_offsets", DType::kInt32);
+  F46_CHECK(amax.offsets.defined(), "amax.offsets is required for scope group but undefined");
+  check::shape(src, "amax.source_offsets", {amax.offsets.size(0)});
+  check::contiguous(src, "amax.source_offsets");
+  check::same_device(x, "x", src, "amax.source_offsets");
+  const int64_t m = x.size(0), e = src.size(0);
+  F46_CHECK(e >= 1, "amax.source_offsets must have E >= 1 entries, got ", src.describe());
+  const int64_t r = padded_rows(m, e, 16);
+  if (src.device == Device::kCPU) {
+    check::offsets_host(src, "amax.source_offsets", m);
+    check::offsets_host(amax.offsets, "amax.offsets", r);
+    const int32_t* o = src.ptr<const int32_t>();
+    const int32_t* po = amax.offsets.ptr<const int32_t>();
+    int64_t want = 0;
+    for (int64_t g = 0; g < e; ++g) {
+      want += (o[g] - (g ? o[g - 1] : 0) + 15) / 16 * 16;
+      const int64_t got = po[g * amax.offsets.strides[0]];
+      F46_CHECK(got == want, "amax.offsets[", g, "] = ", got, " must be the padded end ", want,
+                " of amax.source_offsets (pad_token_groups, alignment 16)");
+    }
+  }
+  return r;
+}
+
 void check_quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
                     const QuantizedOutputs& out) {
   check_float_matrix(x, "x");
-  const int64_t R = x.size(0), C = x.size(1);
+  const bool virtual_pad = amax.source_offsets.defined();
+  const int64_t R = virtual_pad ? check_source_offsets(x, amax, cfg) : x.size(0), C = x.size(1);
   // The rowwise output and 16x16 tiles block along C; a columnwise-only call blocks along R.
   if (cfg.rowwise || cfg.block == Block::k16x16) {
     F46_CHECK(C % 16 == 0, "x columns must be a multiple of 16 (1x16 blocks), got x ",

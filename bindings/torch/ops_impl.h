@@ -45,7 +45,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
     const at::Tensor& x, const at::Tensor& amax, const std::optional<at::Tensor>& offsets,
     c10::string_view scope, c10::string_view rule, double scale_bound, int64_t block, bool gradient,
     bool stochastic, int64_t seed, int64_t offset, bool rht_rowwise, bool rht_columnwise,
-    bool rowwise, bool columnwise, const std::optional<at::Tensor>& amax_columnwise) {
+    bool rowwise, bool columnwise, const std::optional<at::Tensor>& amax_columnwise,
+    const std::optional<at::Tensor>& source_offsets) {
   check_dim(x, 2, "quantize", "x", "(R, C)");
   GlobalAmax ga;
   ga.scope = parse_scope(std::string(scope), "quantize", "scope");
@@ -62,7 +63,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
   cfg.rowwise = rowwise;
   cfg.columnwise = columnwise;
 
-  const c10::SymInt r = x.sym_size(0);
+  // Virtual padding (N12): R = padded_rows(M, E, 16), as f46::padded_rows.
+  c10::SymInt r = x.sym_size(0);
+  if (source_offsets.has_value()) {
+    check_dim(*source_offsets, 1, "quantize", "source_offsets", "(E)");
+    r = (r + source_offsets->sym_size(0) * 15 + 15) / 16 * 16;
+  }
   const c10::SymInt c = x.sym_size(1);
   const auto u8 = x.options().dtype(at::kByte);
   at::Tensor codes = rowwise ? at::empty_symint({r, c / 2}, u8) : empty_bytes(x);    // (R, C/2)
@@ -75,6 +81,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
     ga.amax = to_view(amax, "amax");
     ga.amax_columnwise = to_view(amax_columnwise, "amax_columnwise");
     ga.offsets = to_view(offsets, "offsets");
+    ga.source_offsets = to_view(source_offsets, "source_offsets");
     QuantizedOutputs out;
     if (rowwise) {
       out.codes = to_view(codes, "codes");

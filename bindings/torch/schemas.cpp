@@ -5,7 +5,8 @@ TORCH_LIBRARY(f46, m) {
   m.def(
       "quantize(Tensor x, Tensor amax, Tensor? offsets, str scope, str rule, float scale_bound, "
       "int block, bool gradient, bool stochastic, int seed, int offset, bool rht_rowwise, "
-      "bool rht_columnwise, bool rowwise, bool columnwise, Tensor? amax_columnwise) -> "
+      "bool rht_columnwise, bool rowwise, bool columnwise, Tensor? amax_columnwise, "
+      "Tensor? source_offsets=None) -> "
       "(Tensor codes, Tensor scales, Tensor codes_t, Tensor scales_t)");
   m.def(
       "quantize_experts(Tensor w, Tensor amax, str rule, float scale_bound, int block, "

@@ -51,11 +51,17 @@ struct QuantizedOutputs {
 // Global amaxes: `amax` (float32) is (1) for kTensor, (R) for kRow, (E) for kGroup with
 // `offsets` (E) int32 cumulative group ends over rows. The columnwise output uses
 // `amax_columnwise` when defined (e.g. an amax taken after the RHT), else `amax`.
+// `source_offsets` (E) int32, optional, kGroup only: virtual token-group padding (N12). x then
+// holds M unpadded rows split by source_offsets, and the call quantizes, bitwise, the
+// R = padded_rows(M, E, 16) rows pad_token_groups(x, source_offsets, 16) would hold, without
+// writing them; `offsets` must be the padded ends that call writes. Columnwise output only,
+// 1x16 blocks, no RHT.
 struct GlobalAmax {
   AmaxScope scope = AmaxScope::kTensor;
   TensorView amax;
   TensorView amax_columnwise;
   TensorView offsets;
+  TensorView source_offsets;
 };
 
 // x: (R, C) bf16/fp16/fp32, 2-D, last dim contiguous.

@@ -296,11 +296,21 @@ def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recip
     return _cast(y, dtype)
 
 
+def _token_groups16(x, offs, recipe):
+    """x's token groups padded to 16 rows (N12) for a columnwise quantization: (operand, padded
+    offsets, source offsets). Without the RHT the padding stays virtual (the quantizer reads x's
+    rows; source offsets = offs); the RHT's amax needs the padded rows written (None)."""
+    if recipe.wgrad_rht:
+        xp, poffs = ops.pad_token_groups(x, offs, 16)  # (P, C), (E)
+        return xp, poffs, None
+    return x, ops.padded_offsets(offs, 16), offs
+
+
 def _x_columnwise(a, offs, a_amax, recipe):
     """Columnwise X for the K-grouped wgrad: groups padded to 16 tokens (N12) so no quantization
     block straddles two groups (padded rows are zero). -> (codes_t (K, P/2), scales_t (K, P/16),
     amax_t, padded offsets)."""
-    a16, poffs = ops.pad_token_groups(a, offs, 16)  # (P, K), (E)
+    a16, poffs, src = _token_groups16(a, offs, recipe)
     amax_t = a_amax
     if recipe.wgrad_rht:  # N7: the amax of an RHT operand is taken after the RHT
         amax_t = ops.amax(a16, scope="group", offsets=poffs, rht_columns=True)
@@ -316,6 +326,7 @@ def _x_columnwise(a, offs, a_amax, recipe):
         rowwise=False,
         columnwise=True,
         amax_columnwise=amax_t,
+        source_offsets=src,
     )
     return xct, xst, amax_t, poffs
 
@@ -376,7 +387,7 @@ def _grouped_backward_quantized(
             out_dtype=gemm_out_dtype(dtypes[0]),
         ).to(dtypes[0])  # (M, K)
     if need_db:
-        dy16, _ = ops.pad_token_groups(dy, offs, 16)  # (P, N), same padded offsets
+        dy16, _, src = _token_groups16(dy, offs, recipe)  # same padded offsets as xt's
         g_amax_t = g_amax
         if recipe.wgrad_rht:
             g_amax_t = ops.amax(dy16, scope="group", offsets=poffs, rht_columns=True)
@@ -390,6 +401,7 @@ def _grouped_backward_quantized(
             rowwise=False,
             columnwise=True,
             amax_columnwise=g_amax_t,
+            source_offsets=src,
         )  # (N, P/2)
         db = ops.grouped_gemm_k(
             gct,

@@ -42,6 +42,7 @@ def quantize(
     rowwise: bool = True,
     columnwise: bool = False,
     amax_columnwise: Optional[Tensor] = None,
+    source_offsets: Optional[Tensor] = None,
 ) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     """NVFP4 4/6 quantization of x (R, C) bf16/fp16/fp32 (N2, N3; gradients N4).
 
@@ -50,6 +51,10 @@ def quantize(
     stochastic: stochastic rounding (N6) keyed by (seed, offset + element index).
     rht_rowwise / rht_columnwise: random Hadamard transform of that output (N7).
     amax_columnwise: amax for the columnwise output (e.g. after RHT), default amax.
+    source_offsets: virtual token-group padding (N12; scope "group", columnwise only, 1x16, no
+    RHT): x holds M unpadded rows split by source_offsets (E), `offsets` are the padded ends
+    (padded_offsets(source_offsets, 16)), and the result is bitwise that of
+    pad_token_groups(x, source_offsets, 16) quantized, with R = padded_rows(M, E, 16).
     Returns (codes (R, C/2), scales (R, C/16), codes_t (C, R/2), scales_t (C, R/16)), uint8;
     outputs not asked for (rowwise / columnwise False) are empty (0,) tensors.
     """
@@ -70,6 +75,7 @@ def quantize(
         rowwise,
         columnwise,
         amax_columnwise,
+        source_offsets,
     )
 
 
@@ -277,6 +283,13 @@ def swiglu_backward(
     `F.silu(a) * b` on CUDA). Returns (da, db, amax_da, amax_db); an amax asked for is the
     (E) float32 N9 amax of that gradient's rows of each group (needs offsets), else (0,)."""
     return _ops.swiglu_backward(dout, a, b, offsets, amax_da, amax_db)
+
+
+def padded_offsets(offs: Tensor, alignment: int = 128) -> Tensor:
+    """The padded group ends pad_token_groups(x, offs, alignment) writes (N12), from offs (E)
+    int32 alone, on offs' device (torch ops, no host synchronisation)."""
+    sizes = torch.diff(offs, prepend=offs.new_zeros(1))
+    return torch.cumsum((sizes + (alignment - 1)) // alignment * alignment, 0).to(torch.int32)
 
 
 def padded_rows(m: int, num_groups: int, alignment: int) -> int:

@@ -300,9 +300,11 @@ def quantize_gradient(
     rowwise: bool = True,
     columnwise: bool = False,
     amax_columnwise: Optional[torch.Tensor] = None,
+    source_offsets: Optional[torch.Tensor] = None,
 ):
     """Standard NVFP4 gradient quantization (N4: bound 448, rule all6), RNE (N5) or SR (N6);
-    the columnwise output gets the RHT (N7) when recipe.wgrad_rht."""
+    the columnwise output gets the RHT (N7) when recipe.wgrad_rht. source_offsets: virtual
+    token-group padding (ops.quantize)."""
     return ops.quantize(
         dy,
         amax,
@@ -319,6 +321,7 @@ def quantize_gradient(
         rowwise=rowwise,
         columnwise=columnwise,
         amax_columnwise=amax_columnwise,
+        source_offsets=source_offsets,
     )
 
 

@@ -120,7 +120,19 @@ std::vector<float> materialize(const TensorView& x, bool transpose, bool rht) {
 }  // namespace
 
 void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
-              QuantizedOutputs& out, const Context& /*ctx*/) {
+              QuantizedOutputs& out, const Context& ctx) {
+  if (amax.source_offsets.defined()) {  // virtual padding (N12): the reference pads for real
+    const int64_t rows = out.codes_t.size(1) * 2, cols = x.size(1);
+    std::vector<uint8_t> buf(static_cast<size_t>(rows * cols * dtype_size(x.dtype)));
+    TensorView padded = make_view(buf.data(), x.dtype, {rows, cols});
+    std::vector<int32_t> poffs(static_cast<size_t>(amax.offsets.size(0)));
+    TensorView pv = make_view(poffs.data(), DType::kInt32, {amax.offsets.size(0)});
+    cpu::pad_token_groups(x, amax.source_offsets, 16, padded, pv, ctx);
+    GlobalAmax a = amax;
+    a.source_offsets = TensorView{};
+    cpu::quantize(padded, a, cfg, out, ctx);
+    return;
+  }
   const int64_t R = x.size(0), C = x.size(1);
   if (cfg.rowwise) {
     const std::vector<float> m = materialize(x, false, cfg.rht_rowwise);  // (R, C)

@@ -98,6 +98,15 @@ def case_quantize_group_columnwise(d):
     return "quantize", quantize_args(x, am, offsets=offs, scope="group", columnwise=True)
 
 
+def case_quantize_virtual_pad(d):
+    x = randn((45, 32), d, seed=5)
+    offs = i32([10, 10, 40], d)
+    am = ops.amax(x, scope="group", offsets=offs)
+    args = quantize_args(x, am, offsets=ops.padded_offsets(offs, 16), scope="group",
+                         rowwise=False, columnwise=True)
+    return "quantize", (*args, offs)
+
+
 def case_quantize_16x16(d):
     x = randn((32, 32), d, dtype=torch.float16, seed=4)
     return "quantize", quantize_args(x, ops.amax(x), block=16, columnwise=True)
@@ -228,6 +237,7 @@ CASES = [
     case_quantize_fp32_mse_448,
     case_quantize_row,
     case_quantize_group_columnwise,
+    case_quantize_virtual_pad,
     case_quantize_16x16,
     case_quantize_experts,
     case_quantize_gradient_sr_rht,
@@ -479,3 +489,22 @@ def test_error_unpad_num_rows(device):
         ops.unpad_token_groups(y, offs, poffs, -1)
     with pytest.raises(RuntimeError, match="`alignment`"):
         ops.pad_token_groups(x, offs, 0)
+
+
+@pytest.mark.parametrize("gradient", [False, True])
+def test_quantize_virtual_pad_equals_padded_copy(device, gradient):
+    """N12 virtual padding: ops.quantize(x, source_offsets=offs) is bitwise the quantization of
+    pad_token_groups(x, offs, 16), and padded_offsets gives the ends that call writes."""
+    x = randn((70, 64), device, seed=40)
+    offs = i32([9, 9, 41, 66], device)  # an empty group, 4 rows past the end
+    xp, poffs = ops.pad_token_groups(x, offs, 16)
+    assert torch.equal(ops.padded_offsets(offs, 16), poffs)
+    am = ops.amax(x, scope="group", offsets=offs)
+    kw = dict(scope="group", rowwise=False, columnwise=True)
+    if gradient:
+        kw.update(rule="all6", scale_bound=448.0, gradient=True, stochastic=True, seed=3, offset=2)
+    want = ops.quantize(xp, am, offsets=poffs, **kw)
+    got = ops.quantize(x, am, offsets=poffs, source_offsets=offs, **kw)
+    assert torch.equal(got[2], want[2]) and torch.equal(got[3], want[3])
+    with pytest.raises(RuntimeError, match="source_offsets needs cfg.columnwise without"):
+        ops.quantize(x, am, offsets=poffs, source_offsets=offs, scope="group", columnwise=True)

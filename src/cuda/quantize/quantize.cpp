@@ -37,7 +37,9 @@ ScopeKind scope_of(AmaxScope s) {
 // The kernel's parameters and the launch choice; false when there is nothing to do.
 bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
              const QuantizedOutputs& out, QuantizeParams& p, QuantizeLaunch& l) {
-  const int64_t rows = x.size(0), cols = x.size(1);  // x: (R, C)
+  // x: (R, C); with virtual padding x holds the unpadded rows, R is the padded count.
+  const bool virtual_pad = amax.source_offsets.defined();
+  const int64_t rows = virtual_pad ? out.codes_t.size(1) * 2 : x.size(0), cols = x.size(1);
   if (rows == 0 || cols == 0 || (!cfg.rowwise && !cfg.columnwise)) return false;
   const bool tile16 = cfg.block == Block::k16x16;
   F46_CHECK(rows < (int64_t{1} << 31) && cols < (int64_t{1} << 34),
@@ -57,7 +59,7 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
   p.rows = rows;
   p.cols = cols;
   const int64_t esize = dtype_size(x.dtype);
-  p.vec_load = aligned_to(x.data, 16) && (rows == 1 || (x.strides[0] * esize) % 16 == 0);
+  p.vec_load = aligned_to(x.data, 16) && (x.size(0) <= 1 || (x.strides[0] * esize) % 16 == 0);
   p.scope = scope_of(amax.scope);
   p.amax = amax.amax.ptr<float>();
   p.amax_t = amax.amax_columnwise.defined() ? amax.amax_columnwise.ptr<float>() : nullptr;
@@ -68,6 +70,13 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
     F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
               "quantize: group count must be in [1, ", kMaxGroups, "], got ", p.num_groups);
     shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
+    if (virtual_pad) {  // the tile kernel stages the source offsets after the padded ones
+      F46_CHECK(cfg.columnwise && !cfg.rowwise && cfg.block == Block::k1x16,
+                "quantize: virtual padding needs columnwise-only 1x16 output");
+      p.src_offsets = amax.source_offsets.ptr<int32_t>();
+      p.src_rows = x.size(0);
+      shared *= 2;
+    }
   }
   p.bound = cfg.scale_bound;  // gradient mode: the dispatch requires 448 (N4)
   p.stochastic = cfg.rounding == Rounding::kStochastic;

@@ -63,6 +63,10 @@ __device__ __forceinline__ void cp_async16(uint32_t smem, const void* gmem) {  /
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   cp_async16(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), gmem);
 }
+// 16 zero bytes to shared memory (a row that the copies leave out, e.g. virtual padding).
+__device__ __forceinline__ void st_shared_zero16(uint32_t smem) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(smem), "r"(0u) : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }

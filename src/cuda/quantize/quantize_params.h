@@ -22,6 +22,11 @@ struct QuantizeParams {
   const float* amax_t = nullptr;     // for the columnwise output (defaults to amax)
   const int32_t* offsets = nullptr;  // (num_groups) int32 cumulative group ends, kGroup only
   int num_groups = 0;
+  // Virtual token-group padding (N12; tile kernel): x holds src_rows rows split by
+  // src_offsets; row r of the `rows` quantized is source row r - offsets[g-1] + src_offsets[g-1]
+  // of its group g while within the group's size, else zero.
+  const int32_t* src_offsets = nullptr;
+  int64_t src_rows = 0;
 
   float bound = 256.0f;     // E4M3 scale bound (N2)
   bool stochastic = false;  // N6

@@ -148,6 +148,10 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
   uint8_t* const stage = base + L::stage_offset(per_tensor) + warp * PairStage::kBytes;
   int32_t* const s_offs = reinterpret_cast<int32_t*>(base + L::bytes(per_tensor));
   if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
+  // Virtual padding: the source groups' ends after the padded ones (their own clamp, to x).
+  int32_t* const s_src = s_offs + p.num_groups;
+  const bool virtual_pad = p.src_offsets != nullptr;
+  if (virtual_pad) stage_clamped_offsets(p.src_offsets, p.num_groups, p.src_rows, s_src);
 
   const unsigned half_mask = 0xFFFFu << (lane & 16);
   const int32_t units_x = static_cast<int32_t>((p.cols + kUnitCols - 1) / kUnitCols);
@@ -183,7 +187,17 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
       const int64_t col = static_cast<int64_t>(q_col) * kUnitCols + cp_col;
       const S* src = x_base + row * p.x_stride + col;
       const int64_t step = kRowsPerCopy * p.x_stride;
-      if (row - cp_row + kUnitRows <= p.rows && col - cp_col + kUnitCols <= p.cols) {  // whole
+      if (virtual_pad) {  // row by row: a source row, or zeros for a padding row
+#pragma unroll 1
+        for (int i = 0; i < kCopies && row + i * kRowsPerCopy < p.rows && col < p.cols; ++i) {
+          const uint32_t d = dst + i * kRowsPerCopy * L::kRowBytes;
+          const int64_t sr = source_row(s_offs, s_src, p.num_groups, row + i * kRowsPerCopy);
+          if (sr >= 0)
+            cp_async16(d, x_base + sr * p.x_stride + col);
+          else
+            st_shared_zero16(d);
+        }
+      } else if (row - cp_row + kUnitRows <= p.rows && col - cp_col + kUnitCols <= p.cols) {  // whole
 #pragma unroll
         for (int i = 0; i < kCopies; ++i)
           cp_async16(dst + i * kRowsPerCopy * L::kRowBytes, src + i * step);
@@ -217,9 +231,12 @@ __global__ void __launch_bounds__(kTileThreads, kTileMinCtas)
     } else {               // unaligned x: plain loads of the unit, element by element
       for (int e = lane; e < kUnitRows * kUnitCols; e += 32) {
         const int r = e / kUnitCols, c = e % kUnitCols;
-        if (row0 + r < p.rows && col0 + c < p.cols)
+        if (row0 + r < p.rows && col0 + c < p.cols) {
+          const int64_t sr =
+              virtual_pad ? source_row(s_offs, s_src, p.num_groups, row0 + r) : row0 + r;
           *reinterpret_cast<S*>(unit + r * L::kRowBytes + c * kES) =
-              x_base[(row0 + r) * p.x_stride + col0 + c];
+              sr >= 0 ? x_base[sr * p.x_stride + col0 + c] : S{};
+        }
       }
     }
 
