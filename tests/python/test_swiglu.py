@@ -11,15 +11,10 @@ from f46 import ops
 from f46.grouped_swiglu import _GroupedSwiGLU, swiglu_experts
 from f46.functional import grouped_mm_amax
 from f46.grouped_pair import grouped_mm_pair
+from test_grouped_pair import RECIPES as PAIR_RECIPES
 
-RECIPES = {
-    "quantized": f46.Recipe(backward_override="quantized"),
-    "quantized_sr_rht": f46.Recipe(
-        backward_override="quantized", grad_rounding="stochastic", wgrad_rht=True, seed=7
-    ),
-    "dequantized": f46.Recipe(backward_override="dequantized"),
-    "high_precision": f46.Recipe(backward_override="high_precision"),
-}
+# Every grouped backward mode (row scaling excepted: the fused form needs group-scope amaxes).
+RECIPES = {k: v for k, v in PAIR_RECIPES.items() if k != "row_scaled_1x16"}
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
