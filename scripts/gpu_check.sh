@@ -51,7 +51,14 @@ if has test; then
   note "f46_tests rc=$? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/ctest.log" | tr '\n' ' ')"
   grep -m10 -A6 "Failure" "$OUT/ctest.log" | head -60
 fi
-if has sanitize; then
+if has sanitize && [[ -n "${F46_SANITIZE_ONLY:-}" ]]; then  # a short budget: only these filters
+  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/f46_tests" \
+    --gtest_filter="$F46_SANITIZE_ONLY" --gtest_brief=1 > "$OUT/memcheck.log" 2>&1
+  note "memcheck ($F46_SANITIZE_ONLY) rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
+  timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$B/f46_tests" \
+    --gtest_filter="${F46_RACECHECK_ONLY:-$F46_SANITIZE_ONLY}" --gtest_brief=1 > "$OUT/racecheck.log" 2>&1
+  note "racecheck rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/racecheck.log" | tail -1)"
+elif has sanitize; then
   Q='Shapes/CudaQuantizeExperts.EqualsCpuBitwise/E5N48K160_16x16_mae*:Shapes/CudaQuantizeExperts.EqualsCpuBitwise/E3N1040K528*:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaAmax.NaNPropagates:CudaPad.*:CudaSwiGLU.*:CudaQuantizeVirtualPad.*'
   G='Shapes/CudaGroupedM.MatchesFp64Reference/M20N33*:Shapes/CudaGroupedK.MatchesFp64Reference/N24K40*:CudaGroupedMOffsets.*:Shapes/CudaDenseGemm.MatchesFp64Reference/M37N50*:Shapes/CudaGroupedM.RowsPastLastOffsetAreZero/M2100*:Shapes/CudaGroupedK.EachGroupEqualsDenseGemmBitwise/N1040*'
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/f46_tests" \
@@ -63,7 +70,7 @@ if has sanitize; then
   note "racecheck rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/racecheck.log" | tail -1)"
 fi
 if has pytest; then
-  timeout ${F46_PYTEST_TIMEOUT:-300} python3 -m pytest tests/python -q --maxfail=5 -k "cuda" -p no:cacheprovider > "$OUT/pytest_cuda.log" 2>&1
+  timeout ${F46_PYTEST_TIMEOUT:-300} python3 -m pytest tests/python -q --maxfail=5 -k "${F46_PYTEST_K:-cuda}" -p no:cacheprovider > "$OUT/pytest_cuda.log" 2>&1
   note "pytest (cuda cases) rc=$? $(tail -1 "$OUT/pytest_cuda.log")"
   grep -m5 -B5 "Error\|assert" "$OUT/pytest_cuda.log" | head -40
 fi
