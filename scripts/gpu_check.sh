@@ -26,7 +26,7 @@ if has build; then
     -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20 > "$OUT/cmake.log" 2>&1 \
     || { tail -30 "$OUT/cmake.log"; exit 1; }
   start=$(date +%s)
-  ninja -C "$B" -j16 f46_tests f46_torch bench_quantize > "$OUT/build.log" 2>&1
+  ninja -C "$B" -j16 ${F46_BUILD_TARGETS:-f46_tests f46_torch bench_quantize} > "$OUT/build.log" 2>&1
   rc=$?; note "build rc=$rc ($(( $(date +%s) - start )) s)"
   ((rc == 0)) || { grep -m5 -A10 "error" "$OUT/build.log"; exit 1; }
   grep -i "spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -5
