@@ -296,11 +296,16 @@ def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recip
     return _cast(y, dtype)
 
 
+# Virtual token-group padding on CUDA only once the tile kernel's form has passed on a device
+# (tests/cpp/cuda/test_cuda_quantize_virtual_pad.cpp); on the CPU it is the reference's.
+VIRTUAL_PAD_ON_CUDA = False
+
+
 def _token_groups16(x, offs, recipe):
     """x's token groups padded to 16 rows (N12) for a columnwise quantization: (operand, padded
     offsets, source offsets). Without the RHT the padding stays virtual (the quantizer reads x's
     rows; source offsets = offs); the RHT's amax needs the padded rows written (None)."""
-    if recipe.wgrad_rht:
+    if recipe.wgrad_rht or (x.is_cuda and not VIRTUAL_PAD_ON_CUDA):
         xp, poffs = ops.pad_token_groups(x, offs, 16)  # (P, C), (E)
         return xp, poffs, None
     return x, ops.padded_offsets(offs, 16), offs

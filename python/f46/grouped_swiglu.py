@@ -23,6 +23,11 @@ from .grouped_pair import grouped_mm_pair, pair_applies, pair_backward, pair_for
 from .quantized import QuantizedWeight, next_sr_offset
 from .recipe import Recipe
 
+# The fused form on CUDA by default only once its CUDA kernel has passed on a device (its
+# bitwise agreement with PyTorch's kernels is checked there: tests/python/test_swiglu.py).
+# Not yet: F46GroupedExperts(fused_swiglu=...) / .fused_swiglu = True opts in.
+FUSED_BY_DEFAULT = False
+
 
 class _GroupedSwiGLU(torch.autograd.Function):
     @staticmethod

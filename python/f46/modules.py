@@ -10,7 +10,7 @@ from torch import nn
 
 from .experts import autocast_dtype
 from .functional import linear
-from .grouped_swiglu import swiglu_experts
+from .grouped_swiglu import FUSED_BY_DEFAULT, swiglu_experts
 from .quantized import WeightCache
 from .recipe import Recipe
 
@@ -121,7 +121,8 @@ class F46GroupedExperts(nn.Module):
         self.w2 = nn.Parameter(torch.empty(num_experts, dim, hidden_dim, **kw))
         self.w3 = nn.Parameter(torch.empty(num_experts, hidden_dim, dim, **kw))
         self.cache_weights = cache_weights
-        self.fused_swiglu = True  # False: the composition (benchmarks compare the two)
+        # ops.swiglu on CUDA (bitwise the composition; benchmarks compare the two)
+        self.fused_swiglu = FUSED_BY_DEFAULT
         self._caches = {"w1": WeightCache(), "w2": WeightCache(), "w3": WeightCache()}
         self.reset_parameters()
 

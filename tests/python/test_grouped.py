@@ -343,3 +343,20 @@ def test_torch_cuda_grouped_mm_writes_zeros_for_empty_groups():
     del junk
     got = grouped_mm_k_bf16(a, b, offs)
     assert not got[1].any() and not got[3].any() and not got.isnan().any()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("rounding", ["rne", "stochastic"])
+def test_cuda_virtual_padding_changes_no_bit(monkeypatch, rounding):
+    """The quantized backward's wgrad operands padded virtually on CUDA (opt-in until a device
+    run: f46.functional.VIRTUAL_PAD_ON_CUDA) give the gradients of the padded copies, bitwise."""
+    r = f46.Recipe(backward_override="quantized", grad_rounding=rounding, seed=5)
+    a, b, offs = make("cuda", [37, 0, 100, 9, 250], k=128, n=64, extra_rows=7)
+    dy = torch.randn(a.shape[0], b.shape[1]).to(torch.bfloat16).to("cuda")
+    results = []
+    for virtual in (False, True):
+        monkeypatch.setattr(f46.functional, "VIRTUAL_PAD_ON_CUDA", virtual)
+        f46.reset_sr_offset()
+        results.append(run_grouped(a, b, offs, r, dy)[:3])
+    for got, want in zip(results[1], results[0]):
+        bitwise(got, want)
