@@ -167,3 +167,18 @@ def test_cuda_experts_fused_equals_composition(name):
     m.fused_swiglu = True
     out = m(x, offs.diff(prepend=offs.new_zeros(1)))
     assert_bitwise(out, results[1][0].to(out.dtype), "module out")
+
+
+def test_grouped_mm_amax_checks_its_arguments(device):
+    x, w1, w2, w3, dy, offs = experts(device)
+    h = x[:, :48].contiguous()  # (M, F) stands in for the SwiGLU output
+    amax = ops.amax(h, scope="group", offsets=offs)
+    ref = f46.grouped_mm(h, w2, offs)
+    assert torch.equal(grouped_mm_amax(h, w2, offs, amax, f46.Recipe()), ref)  # bitwise
+    assert not torch.equal(grouped_mm_amax(h, w2, offs, amax * 3, f46.Recipe()), ref)  # used
+    with pytest.raises(ValueError, match=r"a_amax must be \(4,\) float32"):
+        grouped_mm_amax(h, w2, offs, amax[:3], f46.Recipe())
+    with pytest.raises(ValueError, match="group-scope activations"):
+        grouped_mm_amax(h, w2, offs, amax, f46.Recipe(row_scaled_activation=True, weight_block=1))
+    with pytest.raises(ValueError, match="B must be a 3-D"):
+        grouped_mm_amax(h, w2[0], offs, amax, f46.Recipe())
