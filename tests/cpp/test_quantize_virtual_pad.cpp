@@ -21,6 +21,23 @@ struct ColOut {
   }
 };
 
+// The GlobalAmax of a virtually padded call: group amaxes, padded ends, source ends.
+class VirtualAmax {
+ public:
+  explicit VirtualAmax(const VirtualPadCase& v)
+      : amax_(float_tensor(v.amax)), poffs_(int_tensor(v.poffs)), offs_(int_tensor(v.offs)) {
+    g_.scope = AmaxScope::kGroup;
+    g_.amax = amax_.view();
+    g_.offsets = poffs_.view();
+    g_.source_offsets = offs_.view();
+  }
+  const GlobalAmax& get() const { return g_; }
+
+ private:
+  HostTensor amax_, poffs_, offs_;
+  GlobalAmax g_;
+};
+
 TEST(QuantizeVirtualPad, EqualsThePaddedCopyBitwise) {
   for (DType t : {DType::kBFloat16, DType::kFloat32})
     for (bool gradient : {false, true}) {
@@ -29,26 +46,17 @@ TEST(QuantizeVirtualPad, EqualsThePaddedCopyBitwise) {
       const Quantized want =
           quantize_host(v.padded, AmaxSpec{AmaxScope::kGroup, v.amax, v.poffs, {}}, cfg);
       ColOut got(48, v.padded.size(0));
-      HostTensor amax = float_tensor(v.amax), poffs = int_tensor(v.poffs), offs = int_tensor(v.offs);
-      GlobalAmax g;
-      g.scope = AmaxScope::kGroup;
-      g.amax = amax.view();
-      g.offsets = poffs.view();
-      g.source_offsets = offs.view();
-      quantize(v.x, g, cfg, got.out);
+      const VirtualAmax g(v);
+      quantize(v.x, g.get(), cfg, got.out);
       EXPECT_EQ(got.codes_t.bytes(), want.codes_t.bytes()) << dtype_name(t) << " " << gradient;
       EXPECT_EQ(got.scales_t.bytes(), want.scales_t.bytes()) << dtype_name(t) << " " << gradient;
     }
 }
 
 TEST(QuantizeVirtualPad, RestrictionsNameTheArgument) {
-  const VirtualPadCase v = virtual_pad_case(DType::kBFloat16, 32, {7, 20}, 0, 5);  // P = padded_rows(27, 2, 16) = 64
-  HostTensor amax = float_tensor(v.amax), poffs = int_tensor(v.poffs), offs = int_tensor(v.offs);
-  GlobalAmax g;
-  g.scope = AmaxScope::kGroup;
-  g.amax = amax.view();
-  g.offsets = poffs.view();
-  g.source_offsets = offs.view();
+  const VirtualPadCase v = virtual_pad_case(DType::kBFloat16, 32, {7, 20}, 0, 5);  // P = 64
+  const VirtualAmax va(v);
+  const GlobalAmax& g = va.get();
   QuantizeConfig cfg = virtual_pad_config(false);
   ColOut ok(32, 64), short_out(32, 48);
   expect_error([&] { quantize(v.x, g, cfg, short_out.out); }, {"out.codes_t", "shape"});
