@@ -4,6 +4,7 @@
 // because the library is compiled with -ffp-contract=off.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -53,6 +54,14 @@ F46_HD float add(float a, float b) { return a + b; }
 F46_HD float sub(float a, float b) { return a - b; }
 F46_HD float div(float a, float b) { return a / b; }
 #endif
+// a * b + c with one rounding (the contract's explicit fused operations, e.g. N13).
+F46_HD float fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
 F46_HD float abs(float x) { return from_bits(bits(x) & 0x7FFFFFFFu); }
 F46_HD bool is_nan(float x) { return x != x; }
 

@@ -6,19 +6,9 @@
 // add(1, std::exp(-x)).
 #pragma once
 
-#include <cmath>
-
 #include "common/numerics.h"
 
 namespace f46::swiglu_math {
-
-F46_HD float fma(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return __fmaf_rn(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
 
 // silu(x) = x / d.
 F46_HD float silu(float x, float d) { return num::div(x, d); }
@@ -26,7 +16,7 @@ F46_HD float silu(float x, float d) { return num::div(x, d); }
 // d silu(x) * dy = dy * sig * (1 + x * (1 - sig)), sig = 1 / d.
 F46_HD float silu_grad(float dy, float x, float d) {
   const float sig = num::div(1.0f, d);
-  return num::mul(num::mul(dy, sig), fma(x, num::sub(1.0f, sig), 1.0f));
+  return num::mul(num::mul(dy, sig), num::fma(x, num::sub(1.0f, sig), 1.0f));
 }
 
 }  // namespace f46::swiglu_math

@@ -28,13 +28,7 @@ inline constexpr float k2p22 = 4194304.0f;                    // 2^22
 inline constexpr float k2m126 = 1.17549435082228750797e-38f;  // 2^-126
 inline constexpr float k2m17 = 7.62939453125e-06f;            // 2^-17
 
-F46_HD float fma_rn(float a, float b, float c) {
-#if defined(__CUDA_ARCH__)
-  return __fmaf_rn(a, b, c);
-#else
-  return std::fma(a, b, c);
-#endif
-}
+F46_HD float fma_rn(float a, float b, float c) { return num::fma(a, b, c); }
 F46_HD float fabs_(float v) {  // |v| as an operand modifier on the device
 #if defined(__CUDA_ARCH__)
   return fabsf(v);
