@@ -1,6 +1,6 @@
 // CPU reference of f46::swiglu / swiglu_backward (docs/numerics.md N13): the shared FP32
 // arithmetic of common/swiglu_math.h with 1 + std::exp(-x), one nearest-even store per output, and the
-// outputs' per-group N9 amaxes as an integer max over |x| bit patterns.
+// outputs' per-group N9 amaxes by the amax reference.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -24,25 +24,18 @@ float rounded(const TensorView& v, float x) {
   }
 }
 
-// amax[g] = N9 amax of rows of group g of the (M, F) output `y` (written already).
-void group_amax(const TensorView& y, const TensorView& offs, TensorView& amax) {
-  const int32_t* o = offs.ptr<const int32_t>();
-  float* out = amax.ptr<float>();
-  int64_t prev = 0;
-  for (int64_t g = 0; g < offs.size(0); ++g) {
-    const int64_t end = o[g];
-    uint32_t m = 0;
-    for (int64_t r = prev; r < end; ++r)
-      for (int64_t c = 0; c < y.size(1); ++c) m = std::max(m, num::abs_bits(detail::load(y, r, c)));
-    out[g] = num::from_bits(m);
-    prev = end;
-  }
+// amax[g] = N9 amax of the rows of group g of the written output `y` (the amax reference).
+void group_amax(const TensorView& y, const TensorView& offs, TensorView& amax, const Context& ctx) {
+  AmaxConfig cfg;
+  cfg.scope = AmaxScope::kGroup;
+  cfg.offsets = offs;
+  cpu::amax(y, cfg, amax, ctx);
 }
 
 }  // namespace
 
 void swiglu(const TensorView& a, const TensorView& b, TensorView& out, const TensorView& offs,
-            TensorView& amax, const Context&) {
+            TensorView& amax, const Context& ctx) {
   const int64_t f = a.size(1);
   detail::parallel_for(a.size(0), 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
@@ -52,12 +45,12 @@ void swiglu(const TensorView& a, const TensorView& b, TensorView& out, const Ten
         detail::store(out, r * f + c, num::mul(s, detail::load(b, r, c)));
       }
   });
-  if (amax.defined()) group_amax(out, offs, amax);
+  if (amax.defined()) group_amax(out, offs, amax, ctx);
 }
 
 void swiglu_backward(const TensorView& dout, const TensorView& a, const TensorView& b,
                      TensorView& da, TensorView& db, const TensorView& offs, TensorView& amax_da,
-                     TensorView& amax_db, const Context&) {
+                     TensorView& amax_db, const Context& ctx) {
   const int64_t f = a.size(1);
   detail::parallel_for(a.size(0), 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
@@ -70,8 +63,8 @@ void swiglu_backward(const TensorView& dout, const TensorView& a, const TensorVi
         detail::store(da, r * f + c, swiglu_math::silu_grad(ds, x, d));
       }
   });
-  if (amax_da.defined()) group_amax(da, offs, amax_da);
-  if (amax_db.defined()) group_amax(db, offs, amax_db);
+  if (amax_da.defined()) group_amax(da, offs, amax_da, ctx);
+  if (amax_db.defined()) group_amax(db, offs, amax_db, ctx);
 }
 
 }  // namespace f46::cpu
