@@ -79,6 +79,22 @@ __device__ __forceinline__ void element(float x, float bv, float dy, float& o0, 
   }
 }
 
+// Element i: inputs from a, b, dout, outputs stored to y0[i] (and y1[i]), |x| bit patterns
+// folded into m0 (m1).
+template <typename T, bool kBackward, typename S>
+__device__ __forceinline__ void process(const S* a, const S* b, const S* dout, S* y0, S* y1,
+                                        int64_t i, uint32_t& m0, uint32_t& m1) {
+  float o0 = 0.0f, o1 = 0.0f;
+  element<T, kBackward>(to_float(T{}, a[i]), to_float(T{}, b[i]),
+                        kBackward ? to_float(T{}, dout[i]) : 0.0f, o0, o1);
+  y0[i] = storage_of<T>(o0);
+  m0 = max(m0, num::abs_bits(o0));
+  if constexpr (kBackward) {
+    y1[i] = storage_of<T>(o1);
+    m1 = max(m1, num::abs_bits(o1));
+  }
+}
+
 __device__ __forceinline__ void flush(uint32_t* out, int target, int limit, uint32_t m) {
   if (out != nullptr && target >= 0 && target < limit && m != 0u) atomicMax(out + target, m);
 }
@@ -111,39 +127,18 @@ __global__ void __launch_bounds__(kThreads) swiglu_kernel(const SwigluParams p) 
         uint4 vb = __ldg(reinterpret_cast<const uint4*>(b + c));
         uint4 vd = kBackward ? __ldg(reinterpret_cast<const uint4*>(dout + c)) : uint4{};
         uint4 w0, w1;
-        const S* sa = reinterpret_cast<const S*>(&va);
-        const S* sb = reinterpret_cast<const S*>(&vb);
-        const S* sd = reinterpret_cast<const S*>(&vd);
-        S* s0 = reinterpret_cast<S*>(&w0);
-        S* s1 = reinterpret_cast<S*>(&w1);
 #pragma unroll
-        for (int i = 0; i < kVec; ++i) {
-          float o0 = 0.0f, o1 = 0.0f;
-          element<T, kBackward>(to_float(T{}, sa[i]), to_float(T{}, sb[i]),
-                                kBackward ? to_float(T{}, sd[i]) : 0.0f, o0, o1);
-          s0[i] = storage_of<T>(o0);
-          m0 = max(m0, num::abs_bits(o0));
-          if constexpr (kBackward) {
-            s1[i] = storage_of<T>(o1);
-            m1 = max(m1, num::abs_bits(o1));
-          }
-        }
+        for (int i = 0; i < kVec; ++i)
+          process<T, kBackward>(reinterpret_cast<const S*>(&va), reinterpret_cast<const S*>(&vb),
+                                reinterpret_cast<const S*>(&vd), reinterpret_cast<S*>(&w0),
+                                reinterpret_cast<S*>(&w1), i, m0, m1);
         *reinterpret_cast<uint4*>(y0 + c) = w0;
         if constexpr (kBackward) *reinterpret_cast<uint4*>(y1 + c) = w1;
       }
       c = (p.cols / kVec) * kVec;
     }
-    for (int64_t k = c + lane; k < p.cols; k += 32) {
-      float o0 = 0.0f, o1 = 0.0f;
-      element<T, kBackward>(to_float(T{}, a[k]), to_float(T{}, b[k]),
-                            kBackward ? to_float(T{}, dout[k]) : 0.0f, o0, o1);
-      y0[k] = storage_of<T>(o0);
-      m0 = max(m0, num::abs_bits(o0));
-      if constexpr (kBackward) {
-        y1[k] = storage_of<T>(o1);
-        m1 = max(m1, num::abs_bits(o1));
-      }
-    }
+    for (int64_t k = c + lane; k < p.cols; k += 32)
+      process<T, kBackward>(a, b, dout, y0, y1, k, m0, m1);
     if (!groups) continue;
     m0 = __reduce_max_sync(0xFFFFFFFFu, m0);
     if constexpr (kBackward) m1 = __reduce_max_sync(0xFFFFFFFFu, m1);
