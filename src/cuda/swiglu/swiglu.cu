@@ -195,37 +195,35 @@ void launch(SwigluParams p, DType dtype, const Context& ctx) {
 
 uint32_t* amax_bits(TensorView& amax) { return amax.defined() ? amax.ptr<uint32_t>() : nullptr; }
 
+// The parameters both directions share: inputs a, b (rows, cols), out0, its amax, the offsets.
+SwigluParams common_params(const TensorView& a, const TensorView& b, TensorView& out0,
+                           const TensorView& offs, TensorView& amax0) {
+  SwigluParams p;
+  p.a = a.data;
+  p.b = b.data;
+  p.out0 = out0.data;
+  p.rows = a.size(0);
+  p.cols = a.size(1);
+  p.amax0 = amax_bits(amax0);
+  p.offsets = offs.defined() ? offs.ptr<const int32_t>() : nullptr;
+  p.num_groups = offs.defined() ? static_cast<int>(offs.size(0)) : 0;
+  return p;
+}
+
 }  // namespace
 
 void swiglu(const TensorView& a, const TensorView& b, TensorView& out, const TensorView& offs,
             TensorView& amax, const Context& ctx) {
-  SwigluParams p;
-  p.a = a.data;
-  p.b = b.data;
-  p.out0 = out.data;
-  p.rows = a.size(0);
-  p.cols = a.size(1);
-  p.amax0 = amax_bits(amax);
-  p.offsets = offs.defined() ? offs.ptr<const int32_t>() : nullptr;
-  p.num_groups = offs.defined() ? static_cast<int>(offs.size(0)) : 0;
-  launch<false>(p, a.dtype, ctx);
+  launch<false>(common_params(a, b, out, offs, amax), a.dtype, ctx);
 }
 
 void swiglu_backward(const TensorView& dout, const TensorView& a, const TensorView& b,
                      TensorView& da, TensorView& db, const TensorView& offs, TensorView& amax_da,
                      TensorView& amax_db, const Context& ctx) {
-  SwigluParams p;
-  p.a = a.data;
-  p.b = b.data;
+  SwigluParams p = common_params(a, b, da, offs, amax_da);
   p.dout = dout.data;
-  p.out0 = da.data;
   p.out1 = db.data;
-  p.rows = a.size(0);
-  p.cols = a.size(1);
-  p.amax0 = amax_bits(amax_da);
   p.amax1 = amax_bits(amax_db);
-  p.offsets = offs.defined() ? offs.ptr<const int32_t>() : nullptr;
-  p.num_groups = offs.defined() ? static_cast<int>(offs.size(0)) : 0;
   launch<true>(p, a.dtype, ctx);
 }
 
