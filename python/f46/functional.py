@@ -30,6 +30,8 @@ from .quantized import (
     next_sr_offset,
     quantize_activation,
     quantize_gradient,
+    WeightCache,
+    cached_weight,
     quantize_weight,
     round_up,
 )
@@ -95,7 +97,7 @@ def _linear_gemm(xc, xs, x_amax, scope, qw: QuantizedWeight, bias, recipe, dtype
 
 class _Linear(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x2, w, bias, recipe, sr_offset, needs):
+    def forward(ctx, x2, w, bias, recipe, sr_offset, needs, cache=None):
         # `needs` (dx, dw, dbias) is computed by the caller: under torch.compile,
         # ctx.needs_input_grad is not reliable inside a traced autograd.Function.
         mode = recipe.dense_backward()
@@ -104,7 +106,7 @@ class _Linear(torch.autograd.Function):
         ctx.needs = needs
         quant_bw = mode == "quantized"
         xc, xs, x_amax, scope, xt = _quantize_x(x2, recipe, quant_bw and need_dw)
-        qw = quantize_weight(w, recipe, columnwise=quant_bw and need_dx)
+        qw = cached_weight(w, recipe, quant_bw and need_dx, cache)
         y = _linear_gemm(xc, xs, x_amax, scope, qw, bias, recipe, x2.dtype)
         ctx.recipe, ctx.mode, ctx.sr_offset, ctx.scope = recipe, mode, sr_offset, scope
         ctx.has_bias, ctx.x_dtype, ctx.m = bias is not None, x2.dtype, m
@@ -191,7 +193,7 @@ class _Linear(torch.autograd.Function):
                 ).to(ctx.w_dtype)  # (N, K)
         if need_db:
             db = dy.float().sum(0).to(ctx.bias_dtype)
-        return dx, dw, db, None, None, None
+        return dx, dw, db, None, None, None, None
 
 
 def _needs_grad(*ts) -> tuple:
@@ -219,9 +221,11 @@ def linear(
     w: Union[torch.Tensor, QuantizedWeight],
     bias: Optional[torch.Tensor] = None,
     recipe: Recipe = Recipe(),
+    weight_cache: Optional[WeightCache] = None,
 ) -> torch.Tensor:
     """y = x W^T (+ bias) with NVFP4 4/6 operands. x (..., K), w (N, K) or a QuantizedWeight
-    (inference: no gradients), bias (N) or None -> (..., N) in x.dtype."""
+    (inference: no gradients), bias (N) or None -> (..., N) in x.dtype. weight_cache: reuse
+    w's quantization while w is unchanged (f46.WeightCache; bitwise the same)."""
     if isinstance(w, QuantizedWeight):
         return _linear_prequantized(x, w, bias, recipe)
     if not isinstance(w, torch.Tensor) or w.dim() != 2:
@@ -242,7 +246,8 @@ def linear(
         b = None if bias is None else bias.to(x2.dtype)
         return F.linear(x2, w.to(x2.dtype), b).reshape(*lead, n)  # (0, N), zero gradients
     needs = _needs_grad(x2, w, bias)
-    y = _Linear.apply(x2.contiguous(), w, bias, recipe, next_sr_offset(recipe), needs)
+    sr = next_sr_offset(recipe)
+    y = _Linear.apply(x2.contiguous(), w, bias, recipe, sr, needs, weight_cache)
     return y.reshape(*lead, n)
 
 
@@ -296,16 +301,11 @@ def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recip
     return _cast(y, dtype)
 
 
-# Virtual token-group padding on CUDA only once the tile kernel's form has passed on a device
-# (tests/cpp/cuda/test_cuda_quantize_virtual_pad.cpp); on the CPU it is the reference's.
-VIRTUAL_PAD_ON_CUDA = False
-
-
 def _token_groups16(x, offs, recipe):
     """x's token groups padded to 16 rows (N12) for a columnwise quantization: (operand, padded
     offsets, source offsets). Without the RHT the padding stays virtual (the quantizer reads x's
     rows; source offsets = offs); the RHT's amax needs the padded rows written (None)."""
-    if recipe.wgrad_rht or (x.is_cuda and not VIRTUAL_PAD_ON_CUDA):
+    if recipe.wgrad_rht:
         xp, poffs = ops.pad_token_groups(x, offs, 16)  # (P, C), (E)
         return xp, poffs, None
     return x, ops.padded_offsets(offs, 16), offs
@@ -427,13 +427,13 @@ def _grouped_backward_quantized(
 
 class _GroupedMM(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b, offs, bias, recipe, sr_offset, needs, a_amax=None):
+    def forward(ctx, a, b, offs, bias, recipe, sr_offset, needs, a_amax=None, cache=None):
         mode = recipe.grouped_backward()
         need_da, need_db = needs[0], needs[1]
         ctx.needs = needs
         quant_bw = mode == "quantized"
         ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe, a_amax)
-        qw = quantize_weight(b, recipe, columnwise=quant_bw and need_da)
+        qw = cached_weight(b, recipe, quant_bw and need_da, cache)
         y = _grouped_gemm(ac, as_, a_amax, scope, qw, offs, bias, recipe, a.dtype)
         ctx.recipe, ctx.mode, ctx.sr_offset, ctx.scope = recipe, mode, sr_offset, scope
         ctx.a_dtype, ctx.b_dtype, ctx.e = a.dtype, b.dtype, b.shape[0]
@@ -474,7 +474,7 @@ class _GroupedMM(torch.autograd.Function):
         if need_bias:
             offs = ctx.saved_tensors[-1] if mode != "high_precision" else ctx.saved_tensors[2]
             dbias = group_bias_grad(dy, offs, ctx.e).to(ctx.bias_dtype)
-        return da, db, None, dbias, None, None, None, None
+        return da, db, None, dbias, None, None, None, None, None
 
 
 class _PadTokenGroups(torch.autograd.Function):
@@ -543,11 +543,13 @@ def grouped_mm(
     offs: torch.Tensor,
     bias: Optional[torch.Tensor] = None,
     recipe: Recipe = Recipe(),
+    weight_cache: Optional[WeightCache] = None,
 ) -> torch.Tensor:
     """M-grouped NVFP4 GEMM: A (M, K) rows split by offs (E) int32 cumulative group ends,
     B (E, N, K) (or a grouped QuantizedWeight, inference), bias (E, N) -> (M, N) in A.dtype.
     Rows past offs[E-1] are zero. With recipe.pad_token_groups the groups are padded (N12)
-    before quantization and the padding sliced away afterwards."""
+    before quantization and the padding sliced away afterwards. weight_cache: reuse B's
+    quantization while B is unchanged (f46.WeightCache; bitwise the same)."""
     if isinstance(b, QuantizedWeight):
         if not b.grouped:
             raise ValueError("grouped_mm needs a grouped QuantizedWeight, got a dense one")
@@ -577,15 +579,20 @@ def grouped_mm(
     sr = next_sr_offset(recipe)
     needs = _needs_grad(a, b, bias)
     if recipe.pad_token_groups is None:
-        return _GroupedMM.apply(a.contiguous(), b, offs, bias, recipe, sr, needs)
+        return _GroupedMM.apply(a.contiguous(), b, offs, bias, recipe, sr, needs, None, weight_cache)
     align = recipe.pad_token_groups
     ap, poffs = pad_token_groups(a.contiguous(), offs, align)
-    yp = _GroupedMM.apply(ap, b, poffs, bias, recipe, sr, needs)
+    yp = _GroupedMM.apply(ap, b, poffs, bias, recipe, sr, needs, None, weight_cache)
     return unpad_token_groups(yp, offs, poffs, m, align)
 
 
 def grouped_mm_amax(
-    a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor, a_amax: torch.Tensor, recipe: Recipe
+    a: torch.Tensor,
+    b: torch.Tensor,
+    offs: torch.Tensor,
+    a_amax: torch.Tensor,
+    recipe: Recipe,
+    weight_cache: Optional[WeightCache] = None,
 ) -> torch.Tensor:
     """f46.grouped_mm(a, b, offs, recipe=recipe) with A's per-group N9 amax (E) given (as
     ops.swiglu returns it), bitwise: the amax pass over A is skipped. B (E, N, K) a tensor, no
@@ -602,4 +609,4 @@ def grouped_mm_amax(
         raise ValueError(f"a_amax must be ({e},) float32, got {a_amax.dtype} {tuple(a_amax.shape)}")
     sr = next_sr_offset(recipe)
     needs = _needs_grad(a, b, None)
-    return _GroupedMM.apply(a.contiguous(), b, offs, None, recipe, sr, needs, a_amax)
+    return _GroupedMM.apply(a.contiguous(), b, offs, None, recipe, sr, needs, a_amax, weight_cache)

@@ -23,16 +23,10 @@ from .grouped_pair import grouped_mm_pair, pair_applies, pair_backward, pair_for
 from .quantized import QuantizedWeight, next_sr_offset
 from .recipe import Recipe
 
-# The fused form on CUDA by default only once its CUDA kernel has passed on a device (its
-# bitwise agreement with PyTorch's kernels is checked there: tests/python/test_swiglu.py).
-# Not yet: F46GroupedExperts(fused_swiglu=...) / .fused_swiglu = True opts in.
-FUSED_BY_DEFAULT = False
-
-
 class _GroupedSwiGLU(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs):
-        h1, h3, saved = pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs)
+    def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches):
+        h1, h3, saved = pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches)
         h, h_amax = ops.swiglu(h1, h3, offs)  # (M, F), (E)
         ctx.save_for_backward(*saved, h1, h3)
         ctx.mark_non_differentiable(h_amax)
@@ -48,7 +42,7 @@ class _GroupedSwiGLU(torch.autograd.Function):
         da, db1, db3 = pair_backward(
             ctx, saved, dh1, dh3, m1 if quant else None, m3 if quant else None
         )
-        return da, db1, db3, None, None, None, None, None
+        return da, db1, db3, None, None, None, None, None, None
 
 
 def fused_applies(x, w1, w2, w3, recipe: Recipe) -> bool:
@@ -72,17 +66,22 @@ def swiglu_experts(
     offs: torch.Tensor,
     recipe: Recipe = Recipe(),
     fused: bool = True,
+    weight_caches: tuple = (None, None, None),
 ) -> torch.Tensor:
     """grouped_mm(silu(grouped_mm(x, w1)) * grouped_mm(x, w3), w2) over token groups offs (E)
     int32: x (T, D), w1/w3 (E, F, D), w2 (E, D, F) -> (T, D). fused=False (or where the fused
-    form does not apply) runs the composition; the results are bitwise the same."""
+    form does not apply) runs the composition; the results are bitwise the same.
+    weight_caches: the f46.WeightCache of w1, w2, w3 (or None each)."""
+    c1, c2, c3 = weight_caches
     if not (fused and fused_applies(x, w1, w2, w3, recipe)):
-        h1, h3 = grouped_mm_pair(x, w1, w3, offs, recipe)  # (T, F)
-        return grouped_mm(F.silu(h1) * h3, w2, offs, recipe=recipe)  # (T, D)
+        h1, h3 = grouped_mm_pair(x, w1, w3, offs, recipe, (c1, c3))  # (T, F)
+        return grouped_mm(F.silu(h1) * h3, w2, offs, recipe=recipe, weight_cache=c2)  # (T, D)
     e, f, d = w1.shape
     _check_grouped(x, e, f, d, offs, None, recipe)
     sr1 = next_sr_offset(recipe)  # grouped_mm_pair's two offsets, in their order
     sr3 = next_sr_offset(recipe)
     needs = _needs_grad(x, w1, w3)
-    h, h_amax = _GroupedSwiGLU.apply(x.contiguous(), w1, w3, offs, recipe, sr1, sr3, needs)
-    return grouped_mm_amax(h, w2, offs, h_amax, recipe)  # (T, D)
+    h, h_amax = _GroupedSwiGLU.apply(
+        x.contiguous(), w1, w3, offs, recipe, sr1, sr3, needs, (c1, c3)
+    )
+    return grouped_mm_amax(h, w2, offs, h_amax, recipe, c2)  # (T, D)

@@ -10,7 +10,7 @@ from torch import nn
 
 from .experts import autocast_dtype
 from .functional import linear
-from .grouped_swiglu import FUSED_BY_DEFAULT, swiglu_experts
+from .grouped_swiglu import swiglu_experts
 from .quantized import WeightCache
 from .recipe import Recipe
 
@@ -18,9 +18,10 @@ from .recipe import Recipe
 class F46Linear(nn.Module):
     """y = x W^T + b with NVFP4 4/6 operands; weight (out, in), bias (out).
 
-    In inference (grad disabled, or the weight not requiring grad) and eager mode, the
-    quantized weight is cached per weight version (prequantized path, bitwise equal to the
-    differentiable forward); set cache_weights=False to quantize on every call."""
+    The quantized weight is kept per weight version (f46.WeightCache) and reused until the
+    weight changes: in inference (the prequantized path) and in training, where the
+    micro-batches of a gradient-accumulation step quantize the weight once; bitwise the same
+    results. Set cache_weights=False to quantize on every call."""
 
     def __init__(
         self,
@@ -86,7 +87,8 @@ class F46Linear(nn.Module):
         x = x.to(autocast_dtype(x))  # under autocast, compute (and return) as nn.Linear does
         if self._use_cache(x):
             return linear(x, self.quantized_weight(), self.bias, self.recipe)
-        return linear(x, self.weight, self.bias, self.recipe)
+        cache = self._cache if self.cache_weights else None
+        return linear(x, self.weight, self.bias, self.recipe, weight_cache=cache)
 
     def extra_repr(self) -> str:
         return (
@@ -121,8 +123,6 @@ class F46GroupedExperts(nn.Module):
         self.w2 = nn.Parameter(torch.empty(num_experts, dim, hidden_dim, **kw))
         self.w3 = nn.Parameter(torch.empty(num_experts, hidden_dim, dim, **kw))
         self.cache_weights = cache_weights
-        # ops.swiglu on CUDA (bitwise the composition; benchmarks compare the two)
-        self.fused_swiglu = FUSED_BY_DEFAULT
         self._caches = {"w1": WeightCache(), "w2": WeightCache(), "w3": WeightCache()}
         self.reset_parameters()
 
@@ -178,8 +178,12 @@ class F46GroupedExperts(nn.Module):
         w1, w3 = self._weight("w1", x), self._weight("w3", x)
         w2 = self._weight("w2", x, self.w1, self.w3)  # its A, h, derives from x, w1, w3
         # x quantized once for the gate and up projections; on CUDA the SwiGLU fused with its
-        # amaxes; bitwise grouped_mm_pair, F.silu(h1) * h3, grouped_mm (f46.grouped_swiglu)
-        return swiglu_experts(x, w1, w2, w3, offs, self.recipe, self.fused_swiglu)  # (T, D)
+        # amaxes; bitwise grouped_mm_pair, F.silu(h1) * h3, grouped_mm (f46.grouped_swiglu);
+        # in training each weight quantized once per version (the micro-batches share it)
+        caches = (None, None, None)
+        if self.cache_weights:
+            caches = (self._caches["w1"], self._caches["w2"], self._caches["w3"])
+        return swiglu_experts(x, w1, w2, w3, offs, self.recipe, weight_caches=caches)  # (T, D)
 
     def extra_repr(self) -> str:
         return (

@@ -345,18 +345,25 @@ def test_torch_cuda_grouped_mm_writes_zeros_for_empty_groups():
     assert not got[1].any() and not got[3].any() and not got.isnan().any()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def _padded_copy_token_groups16(x, offs, recipe):
+    """The quantized backward's wgrad operand as it was before virtual padding (N12): the
+    token groups copied to 16-row alignment by ops.pad_token_groups, no source offsets."""
+    xp, poffs = f46.ops.pad_token_groups(x, offs, 16)
+    return xp, poffs, None
+
+
 @pytest.mark.parametrize("rounding", ["rne", "stochastic"])
-def test_cuda_virtual_padding_changes_no_bit(monkeypatch, rounding):
-    """The quantized backward's wgrad operands padded virtually on CUDA (opt-in until a device
-    run: f46.functional.VIRTUAL_PAD_ON_CUDA) give the gradients of the padded copies, bitwise."""
+def test_virtual_padding_changes_no_bit(device, monkeypatch, rounding):
+    """The quantized backward's wgrad operands padded virtually (the quantizer reads the
+    unpadded rows, N12) give the gradients of the padded copies, bitwise: groups of sizes that
+    are no multiple of 16, an empty group, rows past the last offset."""
     r = f46.Recipe(backward_override="quantized", grad_rounding=rounding, seed=5)
-    a, b, offs = make("cuda", [37, 0, 100, 9, 250], k=128, n=64, extra_rows=7)
-    dy = torch.randn(a.shape[0], b.shape[1]).to(torch.bfloat16).to("cuda")
-    results = []
-    for virtual in (False, True):
-        monkeypatch.setattr(f46.functional, "VIRTUAL_PAD_ON_CUDA", virtual)
-        f46.reset_sr_offset()
-        results.append(run_grouped(a, b, offs, r, dy)[:3])
-    for got, want in zip(results[1], results[0]):
-        bitwise(got, want)
+    a, b, offs = make(device, [37, 0, 100, 9, 250], k=128, n=64, extra_rows=7)
+    dy = torch.randn(a.shape[0], b.shape[1]).to(torch.bfloat16).to(device)
+    f46.reset_sr_offset()
+    got = run_grouped(a, b, offs, r, dy)[:3]
+    monkeypatch.setattr(f46.functional, "_token_groups16", _padded_copy_token_groups16)
+    f46.reset_sr_offset()
+    want = run_grouped(a, b, offs, r, dy)[:3]
+    for g, w in zip(got, want):
+        bitwise(g, w)

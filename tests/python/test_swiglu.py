@@ -153,8 +153,8 @@ def f46_sr_pair(recipe):
 @cuda
 @pytest.mark.parametrize("name", list(RECIPES))
 def test_cuda_experts_fused_equals_composition(name):
-    """F46GroupedExperts on CUDA: fused_swiglu True (ops.swiglu) against False (F.silu(h1) * h3),
-    output and every gradient bitwise."""
+    """swiglu_experts on CUDA: fused (ops.swiglu) against the composition (F.silu(h1) * h3),
+    output and every gradient bitwise; F46GroupedExperts (the fused form) gives the same out."""
     r = RECIPES[name]
     x, w1, w2, w3, dy, offs = experts("cuda", sizes=(40, 0, 77, 130, 9), d=128, f=96)
     results = []
@@ -164,7 +164,6 @@ def test_cuda_experts_fused_equals_composition(name):
     for got, want, what in zip(*results, ("out", "dx", "dw1", "dw2", "dw3")):
         assert_bitwise(got, want, f"{name} {what}")
     m = f46.F46GroupedExperts.from_bf16(w1, w2, w3, recipe=r)
-    m.fused_swiglu = True
     out = m(x, offs.diff(prepend=offs.new_zeros(1)))
     assert_bitwise(out, results[1][0].to(out.dtype), "module out")
 

@@ -24,7 +24,8 @@
 // with p.wide_cols, a column's 16 code bytes and 2 scales at once; block by block otherwise.
 // Narrow scattered stores fill the memory pipeline that the shuffles and shared loads also need
 // (Nsight Compute; docs/lab_log.md).
-// Needs rows % 16 == 0 and cols % 16 == 0, so validity is uniform per half-warp.
+// Needs rows % 16 == 0, and cols % 16 == 0 for the rowwise output and 16x16 tiles, so validity
+// is uniform per half-warp where lanes share a block (columnwise 1x16: a lane per column).
 #pragma once
 
 #include <cstdint>

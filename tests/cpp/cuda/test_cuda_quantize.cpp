@@ -154,6 +154,31 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(DType::kBFloat16, DType::kFloat16, DType::kFloat32)),
     param_name);
 
+// A columnwise-only call blocks along the rows, so any column count is valid (src/quantize.cpp):
+// 16-byte copies where the row is whole chunks (200 bf16/fp32), element loads elsewhere (203, 8
+// bf16 = one half chunk); a column tail inside a 64-column unit; per tensor and per group.
+TEST(CudaQuantizeColumnwiseOnly, AnyColumnCountEqualsCpu) {
+  F46_SKIP_WITHOUT_CUDA();
+  QuantizeConfig all6 = base(Rule::kAll6, 256.0f, Block::k1x16, true);
+  all6.rowwise = false;
+  QuantizeConfig grad = gradient(true, true);
+  grad.rowwise = false;
+  QuantizeConfig mae = base(Rule::kMAE, 256.0f, Block::k1x16, true);
+  mae.rowwise = false;
+  const std::vector<Mode> modes = {{"all6_colonly", all6}, {"grad_sr_rht_colonly", grad},
+                                   {"mae_colonly_group", mae, AmaxScope::kGroup}};
+  for (const Mode& mode : modes)
+    for (DType t : {DType::kBFloat16, DType::kFloat32})
+      for (const auto& [R, C] : std::vector<std::pair<int64_t, int64_t>>{{48, 200}, {64, 203}, {32, 8}}) {
+        const HostTensor x = random_matrix(t, R, C, 77 + C, Dist::kStudentT, 3.0f);
+        const AmaxSpec a = amax_for(x, mode);
+        expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
+                              mode.cfg,
+                              mode.name + " " + std::to_string(R) + "x" + std::to_string(C) + " " +
+                                  dtype_name(t));
+      }
+}
+
 // A large tensor (many CTAs, partial tiles on both dims) in the main modes.
 TEST(CudaQuantizeLarge, BitwiseEqual) {
   F46_SKIP_WITHOUT_CUDA();

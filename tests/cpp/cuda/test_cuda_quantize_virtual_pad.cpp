@@ -2,7 +2,8 @@
 // the tile kernel reads the unpadded rows itself (a source row or zeros per padded row); its
 // codes and scales are bitwise those of the padded copy quantized on the CPU, for 4/6 MAE
 // activations and N4 gradients with SR, 16-byte and element loads, empty groups, rows past
-// the last group; offsets the CPU would reject are clamped (compute-sanitizer runs this).
+// the last group, column counts that are no multiple of 16 (a columnwise-only call blocks along
+// the rows); offsets the CPU would reject are clamped (compute-sanitizer runs this).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -52,6 +53,7 @@ TEST(CudaQuantizeVirtualPad, EqualsThePaddedCopyOnTheCpu) {
       {48, {13, 0, 30, 9}, 5},           // empty group, rows past the end
       {200, {1, 77, 0, 0, 150, 3}, 17},  // units straddling groups and padding
       {2048, {300, 1000, 724}, 0},       // many units per band
+      {203, {40, 9, 0, 31}, 3},          // columns in no 16-byte chunk: element loads only
   };
   for (DType t : {DType::kBFloat16, DType::kFloat32})
     for (bool gradient : {false, true})
