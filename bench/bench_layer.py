@@ -2,10 +2,12 @@
 dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured in one run.
 
 Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
-Prints: shape | mode | ms | x BF16 (BF16 time / f46 time), then the geometric mean per mode.
-Uneven (seeded log-normal) routing; tokens sorted by expert; CUDA events, median of REPS;
-gradients set to None before each step (until 2026-12-06, a2bdc78, they accumulated, which
-added the same ~3 ms of .grad additions to both sides).
+Prints per shape and mode: ms, TFLOP/s, x BF16 (BF16 time / f46 time), the step's peak memory
+above what is resident before it (torch.cuda.max_memory_allocated), then the geometric means;
+then a gradient-accumulation step of MICRO micro-batches (the tokens split MICRO ways) with the
+quantized weights reused across micro-batches (f46.WeightCache, the module default) and
+without (cache_weights=False). Uneven (seeded log-normal) routing; tokens sorted by expert;
+CUDA events, median of REPS; gradients set to None before each step.
 """
 
 from __future__ import annotations
@@ -20,16 +22,11 @@ import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import f46  # noqa: E402
-import f46.functional  # noqa: E402
 
 REPS = int(os.environ.get("F46_BENCH_REPS", "7"))
-# F46_LAYER_COMPARE=1: also time the layer with the opt-in paths not yet on by default (the
-# fused ops.swiglu and the virtual token-group padding on CUDA), in the same run.
-COMPARE = os.environ.get("F46_LAYER_COMPARE", "0") == "1"
-
-
-def set_opt_in(on: bool) -> None:
-    f46.functional.VIRTUAL_PAD_ON_CUDA = on
+MICRO = 4
+MODES = ("quantized", "dequantized")
+GIB = float(1 << 30)
 # name, E, tokens, dim D, hidden F
 MOE = [
     ("Mixtral", 8, 16384, 4096, 14336),
@@ -88,12 +85,55 @@ def median_ms(fn) -> float:
     return statistics.median(times)
 
 
+def peak_gib(fn) -> float:
+    """fn's peak allocation above what is allocated before it (after a warm-up run)."""
+    fn()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
+    fn()
+    torch.cuda.synchronize()
+    return (torch.cuda.max_memory_allocated() - before) / GIB
+
+
+def geomean(r: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in r) / len(r))
+
+
+def accumulation_step(layer, x, counts, gy, offs_host) -> None:
+    """MICRO micro-batches (consecutive token slices of each expert's rows) accumulated."""
+    for t in (x, *layer.parameters()):
+        t.grad = None
+    for xs, cs, gs in zip(*offs_host):
+        layer(x[xs], cs).backward(gy[gs])
+
+
+def micro_slices(counts: torch.Tensor, dev):
+    """Per micro-batch: the row index (expert-sorted), its per-expert counts, the same rows of
+    dy. Each expert's rows are split MICRO ways (multiples of 16)."""
+    c = counts.cpu()
+    ends = torch.cumsum(c, 0)
+    idx, cnts = [], []
+    for j in range(MICRO):
+        rows, cj = [], []
+        for g in range(len(c)):
+            per = int(c[g]) // MICRO // 16 * 16
+            lo = int(ends[g] - c[g]) + j * per
+            hi = lo + per if j < MICRO - 1 else int(ends[g])
+            rows.append(torch.arange(lo, hi))
+            cj.append(hi - lo)
+        idx.append(torch.cat(rows).to(dev))
+        cnts.append(torch.tensor(cj).to(dev))
+    return idx, cnts, idx
+
+
 def main() -> None:
     gen = torch.Generator().manual_seed(0)
     dev = torch.device("cuda")
-    ratios: dict[str, list[float]] = {"quantized": [], "dequantized": []}
-    opted: dict[str, list[float]] = {"quantized": [], "dequantized": []}
-    print("| shape | mode | ms | TFLOP/s | x BF16 |\n|---|---|---|---|---|")
+    ratios: dict[str, list[float]] = {m: [] for m in MODES}
+    reuse: dict[str, list[float]] = {m: [] for m in MODES}
+    rows = []
+    print("| shape | mode | ms | TFLOP/s | x BF16 | peak GiB |\n|---|---|---|---|---|---|")
     for name, e, t, d, f in MOE:
         counts, offs, x, gy, w1, w3, w2 = layer_operands(e, t, d, f, gen, dev)
         flops = 18.0 * t * d * f  # 3 GEMMs forward, 6 backward
@@ -103,8 +143,12 @@ def main() -> None:
 
         base = median_ms(run_bf16)
         label = f"{name} E{e} T{t} D{d} F{f}"
-        print(f"| {label} | bf16 | {base:8.2f} | {flops / base / 1e9:6.1f} | 1.000 |")
-        for mode in ("quantized", "dequantized"):
+        print(
+            f"| {label} | bf16 | {base:8.2f} | {flops / base / 1e9:6.1f} | 1.000 | "
+            f"{peak_gib(run_bf16):.2f} |"
+        )
+        micro = micro_slices(counts, dev)
+        for mode in MODES:
             layer = f46.F46GroupedExperts.from_bf16(
                 w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
             )
@@ -113,31 +157,31 @@ def main() -> None:
             def run_f46():
                 train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
 
-            default = (layer.fused_swiglu, f46.functional.VIRTUAL_PAD_ON_CUDA)
-            for opt_in in (False, True) if COMPARE else (False,):
-                layer.fused_swiglu = True if opt_in else default[0]
-                set_opt_in(True if opt_in else default[1])
-                ms = median_ms(run_f46)
-                (opted if opt_in else ratios)[mode].append(base / ms)
-                what = ", fused SwiGLU + virtual padding" if opt_in else ""
-                print(
-                    f"| {label} | f46 4/6, {mode} bwd{what} | {ms:8.2f} | "
-                    f"{flops / ms / 1e9:6.1f} | {base / ms:.3f} |"
-                )
-            set_opt_in(default[1])
+            ms = median_ms(run_f46)
+            ratios[mode].append(base / ms)
+            print(
+                f"| {label} | f46 4/6, {mode} bwd | {ms:8.2f} | {flops / ms / 1e9:6.1f} | "
+                f"{base / ms:.3f} | {peak_gib(run_f46):.2f} |"
+            )
+            times = []
+            for cache in (True, False):
+                layer.cache_weights = cache
+                times.append(median_ms(lambda: accumulation_step(layer, x, counts, gy, micro)))
+            reuse[mode].append(times[1] / times[0])
+            rows.append((label, mode, times[0], times[1]))
             del layer
         del x, gy, w1, w2, w3
         torch.cuda.empty_cache()
     for mode, r in ratios.items():
-        gm = math.exp(sum(math.log(v) for v in r) / len(r))
-        print(f"| geometric mean | f46 4/6, {mode} bwd | | | {gm:.3f} |")
-    for mode, r in opted.items():
-        if r:
-            gm = math.exp(sum(math.log(v) for v in r) / len(r))
-            print(
-                f"| geometric mean | f46 4/6, {mode} bwd, fused SwiGLU + virtual padding | | | "
-                f"{gm:.3f} |"
-            )
+        print(f"| geometric mean | f46 4/6, {mode} bwd | | | {geomean(r):.3f} | |")
+    print(
+        f"\n| shape | mode | {MICRO} micro-batches, weights reused ms | quantized per call ms "
+        "| speed-up |\n|---|---|---|---|---|"
+    )
+    for label, mode, on, off in rows:
+        print(f"| {label} | {mode} bwd | {on:8.2f} | {off:8.2f} | {off / on:.3f} |")
+    for mode, r in reuse.items():
+        print(f"| geometric mean | {mode} bwd | | | {geomean(r):.3f} |")
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from .functional import (
     _x_columnwise,
     grouped_mm,
 )
-from .quantized import next_sr_offset, quantize_weight
+from .quantized import cached_weight, next_sr_offset
 from .recipe import Recipe
 
 
@@ -35,15 +35,16 @@ def _sum(x, y):
     return x if y is None else x + y
 
 
-def pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs):
+def pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches=(None, None)):
     """Forward of the pair: sets ctx's fields, returns (y1, y3, tensors to save) where the
-    tensors' last entry is offs (pair_backward reads them back in that order)."""
+    tensors' last entry is offs (pair_backward reads them back in that order). caches: the
+    WeightCaches of b1 and b3, or None each."""
     need_da, need_db1, need_db3 = needs
     mode = recipe.grouped_backward()
     quant_bw = mode == "quantized"
     ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe)  # once for both GEMMs
-    qw1 = quantize_weight(b1, recipe, columnwise=quant_bw and need_da)
-    qw3 = quantize_weight(b3, recipe, columnwise=quant_bw and need_da)
+    qw1 = cached_weight(b1, recipe, quant_bw and need_da, caches[0])
+    qw3 = cached_weight(b3, recipe, quant_bw and need_da, caches[1])
     y1 = _grouped_gemm(ac, as_, a_amax, scope, qw1, offs, None, recipe, a.dtype)  # (M, N)
     y3 = _grouped_gemm(ac, as_, a_amax, scope, qw3, offs, None, recipe, a.dtype)  # (M, N)
     ctx.recipe, ctx.mode, ctx.scope, ctx.needs = recipe, mode, scope, needs
@@ -94,15 +95,15 @@ def pair_backward(ctx, saved, dy1, dy3, g_amax1=None, g_amax3=None):
 
 class _GroupedMMPair(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs):
-        y1, y3, saved = pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs)
+    def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches):
+        y1, y3, saved = pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches)
         ctx.save_for_backward(*saved)
         return y1, y3
 
     @staticmethod
     def backward(ctx, dy1, dy3):
         da, db1, db3 = pair_backward(ctx, ctx.saved_tensors, dy1, dy3)
-        return da, db1, db3, None, None, None, None, None
+        return da, db1, db3, None, None, None, None, None, None
 
 
 def pair_applies(a, b1, b3, recipe) -> bool:
@@ -126,17 +127,20 @@ def grouped_mm_pair(
     b3: torch.Tensor,
     offs: torch.Tensor,
     recipe: Recipe = Recipe(),
+    weight_caches: tuple = (None, None),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(f46.grouped_mm(a, b1, offs, recipe=recipe), f46.grouped_mm(a, b3, offs, recipe=recipe)),
     bitwise, with A quantized once. b1, b3: (E, N, K) tensors of one shape and dtype, no bias.
-    Falls back to the two calls where the shared form does not apply (prequantized weights,
-    token-group padding, zero tokens)."""
-    shared = pair_applies(a, b1, b3, recipe)
-    if not shared:
-        return grouped_mm(a, b1, offs, recipe=recipe), grouped_mm(a, b3, offs, recipe=recipe)
+    weight_caches: the f46.WeightCache of b1 and b3 (or None each). Falls back to the two calls
+    where the shared form does not apply (prequantized weights, token-group padding, zero
+    tokens)."""
+    c1, c3 = weight_caches
+    if not pair_applies(a, b1, b3, recipe):
+        return (grouped_mm(a, b1, offs, recipe=recipe, weight_cache=c1),
+                grouped_mm(a, b3, offs, recipe=recipe, weight_cache=c3))  # fmt: skip
     e, n, k = b1.shape
     _check_grouped(a, e, n, k, offs, None, recipe)
     sr1 = next_sr_offset(recipe)  # the two calls' offsets, in their order
     sr3 = next_sr_offset(recipe)
     needs = _needs_grad(a, b1, b3)  # (dA, dB1, dB3)
-    return _GroupedMMPair.apply(a.contiguous(), b1, b3, offs, recipe, sr1, sr3, needs)
+    return _GroupedMMPair.apply(a.contiguous(), b1, b3, offs, recipe, sr1, sr3, needs, (c1, c3))

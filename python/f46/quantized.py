@@ -250,22 +250,40 @@ def _check_weight_shape(n: int, k: int, block: int, columnwise: bool, what: str)
 
 
 class WeightCache:
-    """Keeps the QuantizedWeight of the current version of one weight (prequantized inference).
-    A new version (in-place update bumps w._version; a new tensor changes data_ptr) or another
-    recipe re-quantizes."""
+    """Keeps the QuantizedWeight of the current version of one weight: a forward (with or
+    without gradients) of a weight that has not changed since it was last quantized reuses it,
+    e.g. the micro-batches of one gradient-accumulation step. A new version (an in-place update
+    bumps w._version; an optimizer step; a new tensor changes data_ptr) or another recipe
+    re-quantizes. An entry with the columnwise form also serves a rowwise-only request (its
+    rowwise codes are the same bits). In-place writes through w.data bypass the version
+    counter: call clear() after them."""
 
     def __init__(self):
         self._qw: Optional[QuantizedWeight] = None
 
     def get(self, w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -> QuantizedWeight:
         key = weight_key(w, recipe, columnwise)
-        if self._qw is None or self._qw.key != key:
+        hit = self._qw is not None and (
+            self._qw.key == key
+            or (not columnwise and self._qw.key == weight_key(w, recipe, True))
+        )
+        if not hit:
             with torch.no_grad():
                 self._qw = quantize_weight(w.detach(), recipe, columnwise)
         return self._qw
 
     def clear(self) -> None:
         self._qw = None
+
+
+def cached_weight(
+    w: torch.Tensor, recipe: Recipe, columnwise: bool, cache: Optional[WeightCache]
+) -> QuantizedWeight:
+    """quantize_weight(w, recipe, columnwise), or `cache`'s entry for w's current version
+    (bitwise the same); no cache under torch.compile."""
+    if cache is None or torch.compiler.is_compiling():
+        return quantize_weight(w, recipe, columnwise)
+    return cache.get(w, recipe, columnwise)
 
 
 # ---- gradients (N4) ----------------------------------------------------------------------
