@@ -1,5 +1,5 @@
-// Host helpers shared by the CUDA benchmarks (bench/) and the kernel labs (dev/): a checking
-// macro, device allocation, the median time of many launches, and the bf16 input pattern.
+// Host helpers shared by the CUDA benchmarks (bench/): a checking macro, device allocation, the
+// median time of many launches, and the bf16 input pattern.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -2,7 +2,7 @@
 // per-group global amax, x contiguous and 16-byte aligned, dense outputs, no RHT, round to
 // nearest (the training activations and weights). Same arithmetic and the same results as
 // quantize_rows_kernel (quantize_block.cuh), fewer instructions per block (the general rows
-// kernel spends as many instructions around a block's element work as in it; docs/lab_log.md).
+// kernel spends as many instructions around a block's element work as in it; docs/design.md).
 // The block function, lean_block, is in lean_block.cuh:
 //   - one shared table entry per scale byte (LeanEntry) holds inv * 2^-6, K * 64, the bound's K
 //     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
@@ -78,7 +78,7 @@ __device__ __forceinline__ uint4 load_x16(const uint4* p) {
                : "l"(p));
   return r;
 }
-// kL2Ahead > 0 (dev/lean_lab.cu only): a hint to bring block b + kL2Ahead * stride of x into L2
+// kL2Ahead > 0 (not used by the library): a hint to bring block b + kL2Ahead * stride of x into L2
 // (no registers, no wait); nothing for the library's kL2Ahead = 0.
 template <int kL2Ahead>
 __device__ __forceinline__ void prefetch_ahead(const uint4* src, uint32_t b, uint32_t stride,
@@ -93,7 +93,7 @@ __device__ __forceinline__ void prefetch_ahead(const uint4* src, uint32_t b, uin
 // step. Per tensor the CTAs take the steps round robin (CTA c: c, c + G, ...); per group each
 // CTA takes a contiguous range [c S / G, (c + 1) S / G), so its table's group changes rarely.
 // Each thread loads its block's 32 bytes straight into registers one step ahead (no shared
-// ring, no barrier in the loop): 1.17-1.19x a cp.async ring on an H200 (docs/lab_log.md).
+// ring, no barrier in the loop): 1.17-1.19x a cp.async ring on an H200 (docs/design.md).
 template <QuantMode M>
 __global__ void __launch_bounds__(kLeanThreads, kLeanMinCtas)
     quantize_rows_lean_kernel(const QuantizeParams p) {
@@ -175,7 +175,7 @@ __device__ __forceinline__ void lean_store(const uint4& a, const uint4& b, const
 // Per-tensor scope, fewer than 2^31 blocks: the same blocks without the group-scope checks,
 // 32-bit block indices, grid-stride (thread t of the grid: blocks t, t + S, ...), the loop
 // unrolled by two so the next block's registers alternate between two sets (nothing copied).
-// kMinCtas and kL2Ahead are open for dev/lean_lab.cu: kL2Ahead > 0 also asks L2 for the block
+// kMinCtas and kL2Ahead are tuning parameters: kL2Ahead > 0 also asks L2 for the block
 // kL2Ahead strides past the one loaded into registers (more bytes in flight for the H200's
 // bandwidth-latency product, no registers); the library uses the defaults.
 template <QuantMode M, int kMinCtas = kLeanTensorMinCtas, int kL2Ahead = 0>

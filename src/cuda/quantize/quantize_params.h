@@ -57,15 +57,15 @@ struct QuantizeParams {
 inline constexpr int kRowThreads = 256;
 inline constexpr int kRowRingBytes = 128;
 // Resident CTAs per SM the rows kernel's registers are bounded for (65536 / (256 n) each; 3
-// spills and measured slower; docs/lab_log.md).
+// spills and measured slower).
 inline constexpr int kRowMinCtas = 2;
 // The lean rows kernel (quantize_lean.cuh): kLeanThreads per CTA, registers bounded for
 // kLeanMinCtas CTAs per SM (96 registers; 6 CTAs spill, and they and 256 x 2 measured slower;
-// docs/lab_log.md).
+// docs/design.md, "Rowwise: the lean kernels").
 inline constexpr int kLeanThreads = 128;
 inline constexpr int kLeanMinCtas = 5;
 // Its per-tensor form (quantize_rows_lean_tensor_kernel): no group state (5 CTAs measured 2 %
-// faster than 6; docs/lab_log.md).
+// faster than 6).
 inline constexpr int kLeanTensorMinCtas = 5;
 // Group scope takes the lean kernel when the groups average at least this many steps of
 // kLeanThreads blocks (512 blocks, as with the former 2 steps of 256).

@@ -19,7 +19,7 @@
 //   - the rare tiles (not admitted by the fast path, or undecided) go to quad_slow, out of line,
 //     which reads its rows (and columns) again from x: no register array of the hot loop has its
 //     address taken, so nothing goes through local memory (a form that passed them by reference
-//     kept them there and ran 1.4-1.6x slower; docs/lab_log.md).
+//     kept them there and ran 1.4-1.6x slower; docs/design.md, "16x16 weights").
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
 // .cpp: the bf16 per-tensor 16x16 cases without an own columnwise amax are dispatched here;
 // CudaQuantizeEdge.Tile16QuadTiles is written for it).
@@ -238,7 +238,7 @@ __device__ __noinline__ uint32_t quad_slow(const uint16_t* x0, int64_t x_stride,
 // shared memory and then stored with the lanes of 8 columns x kQuadRun tile rows per instruction
 // (32 contiguous code bytes and 4 scale bytes per column), not 8 bytes per column and tile row:
 // that scattered form spent its time in the L1 store wavefronts (3.2x the rowwise-only time on an
-// H100; docs/lab_log.md). Layout per warp: tile t, column i of the tile, tile row j of the run at
+// H100; docs/design.md). Layout per warp: tile t, column i of the tile, tile row j of the run at
 // word t * 81 + 5 i + j of the codes (8 bytes each) and byte t * 68 + 4 i + j of the scales
 // (padded so that a quad's writes and the stores' reads fall in distinct banks).
 inline constexpr int kQuadTileWords = 16 * 5 + 1, kQuadTileScales = 16 * 4 + 4;
@@ -248,7 +248,7 @@ inline constexpr int kQuadTileWords = 16 * 5 + 1, kQuadTileScales = 16 * 4 + 4;
 // (run u: strip u % spr, tile rows kQuadRun (u / spr) + j). Host: rows % 16 == 0, cols % 16 == 0,
 // (rows / 16) * spr < 2^31, x rows 16-byte aligned, codes 8-byte aligned with stride % 8 == 0,
 // kCol: codes_t likewise and the columnwise amax the rowwise one (p.rowwise may be false).
-// kRun (<= 4) and kMinCtas: open for dev/lean_lab.cu.
+// kRun (<= 4): tile rows per run; kMinCtas: the register bound. The library uses the defaults.
 // kBatch: quantize_experts' form, gridDim.y experts at the QuantizeParams::*_batch strides (a
 // template flag: the offsets cost the single-tensor form registers it does not have to spare).
 template <QuantMode M, bool kCol, int kRun = kQuadRun,

@@ -17,11 +17,11 @@
 //               shared memory over the run and stored once per run: 32 contiguous code bytes
 //               and 4 scale bytes per column, two lanes per 32-byte sector (8 code bytes and a
 //               scale byte per column and unit touch 32 lines per store instruction and ran
-//               below the tile kernel; docs/lab_log.md).
+//               below the tile kernel; docs/design.md).
 // Group scope, SR and RHT stay on the tile kernel: the group forms of this kernel measured slower
 // where the groups do not align with the 64-row stacks (per-warp tables refilled at each group
-// change), and SR/RHT blocks out of line slowed the common path (docs/lab_log.md). A form with a
-// slot of tables per unit position is the lab kernel dev/lean_rowcol_group.cuh, not yet measured.
+// change), and SR/RHT blocks out of line slowed the common path (docs/design.md, "Rowwise +
+// columnwise").
 // The CUDA tests compare it bitwise with the CPU reference (tests/cpp/cuda/test_cuda_quantize*
 // .cpp: the bf16 per-tensor 1x16 row+col cases with cols % 64 == 0, round to nearest and no RHT
 // are dispatched here; CudaQuantizeEdge.RowColRuns and RowColRunsLarge are written for it).
@@ -37,8 +37,8 @@ inline constexpr int kRcWarps = kLeanThreads / 32;
 inline constexpr int kRcUnitCols = 64;                    // a unit: 16 rows x 64 columns
 inline constexpr int kRcRowBytes = kRcUnitCols * 2 + 16;  // a unit row in shared memory
 
-// Pieces of a unit, shared with the lab's group form (dev/lean_rowcol_group.cuh). The raw words
-// of row lane / 2, blocks 2 (lane % 2) and 2 (lane % 2) + 1, from the shared tile:
+// Pieces of a unit. The raw words of row lane / 2, blocks 2 (lane % 2) and 2 (lane % 2) + 1,
+// from the shared tile:
 __device__ __forceinline__ void rc_row_words(const uint8_t* tile, int lane, uint32_t (&w0)[8],
                                              uint32_t (&w1)[8]) {
   const int r = lane / 2, h = lane % 2;
@@ -186,8 +186,8 @@ __device__ __forceinline__ void rc_walk(const QuantizeParams& p, int64_t run, in
 // Host: bf16 x with 16-byte aligned rows, rows % 16 == 0, cols % 64 == 0, p.columnwise, codes_t
 // 8-byte aligned with stride % 8 == 0 (a run's 32 code bytes and 4 scale bytes per column go as
 // 16-byte pieces and one word where codes_t and scales_t allow, in 8-byte pieces and bytes
-// otherwise); with p.rowwise, p.wide_rows. kMinCtas, the register bound, is open for
-// dev/lean_lab.cu.
+// otherwise); with p.rowwise, p.wide_rows. kMinCtas: the register bound (the library uses the
+// default).
 template <QuantMode M, int kMinCtas = kRowColMinCtas>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     quantize_rowcol_lean_kernel(const QuantizeParams p) {

@@ -23,7 +23,7 @@
 // store, not 32 half sectors), and a column's 4 scale bytes at once. Otherwise, for a whole unit
 // with p.wide_cols, a column's 16 code bytes and 2 scales at once; block by block otherwise.
 // Narrow scattered stores fill the memory pipeline that the shuffles and shared loads also need
-// (Nsight Compute; docs/lab_log.md).
+// (Nsight Compute; docs/design.md, "Everything else: the tile kernel").
 // Needs rows % 16 == 0, and cols % 16 == 0 for the rowwise output and 16x16 tiles, so validity
 // is uniform per half-warp where lanes share a block (columnwise 1x16: a lane per column).
 #pragma once
@@ -95,7 +95,7 @@ __device__ __forceinline__ void store16(uint8_t* p, uint64_t lo, uint64_t hi) { 
 // rows of a pair, its scale bytes over 512 rows, a row's scales over 8 units) are then made by
 // one warp or at about the same time by neighbouring warps, so L2 merges the pieces before it
 // writes the sector back. Contiguous unit ranges per warp left columnwise sectors half-written
-// until evicted, doubling the DRAM traffic of the columnwise output (docs/lab_log.md). Width 1
+// until evicted, doubling the DRAM traffic of the columnwise output (docs/design.md). Width 1
 // per tensor; per group kGroupSegmentUnits (the scale tables follow the group of a unit's first
 // row).
 struct UnitWalk {

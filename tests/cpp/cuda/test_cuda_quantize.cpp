@@ -192,7 +192,7 @@ TEST(CudaQuantizeLarge, BitwiseEqual) {
 }
 
 // Row + col in bf16 on a wide tensor (columns a multiple of 64, 1040 rows: 16 stacks of 64 rows
-// and one band; the shapes of dev/lean_rowcol.cuh, which passed it on the H200 2026-12-05 while
+// and one band; the shapes of an earlier lean row+col kernel, which passed it on an H200 while
 // it was dispatched): contiguous and padded rows of x, the columnwise output with its own amax
 // (larger and smaller than the data's), every rounding-to-nearest rule, columnwise only.
 TEST(CudaQuantizeLarge, RowColWide) {
