@@ -95,7 +95,7 @@ def pair_backward(ctx, saved, dy1, dy3, g_amax1=None, g_amax3=None):
 
 class _GroupedMMPair(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches):
+    def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches=(None, None)):
         y1, y3, saved = pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches)
         ctx.save_for_backward(*saved)
         return y1, y3

@@ -25,7 +25,7 @@ from .recipe import Recipe
 
 class _GroupedSwiGLU(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches):
+    def forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches=(None, None)):
         h1, h3, saved = pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches)
         h, h_amax = ops.swiglu(h1, h3, offs)  # (M, F), (E)
         ctx.save_for_backward(*saved, h1, h3)
