@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|probe|diag|test|sanitize|pytest|consumer|bench|layer|profile|plan-a|demo|demo-part|all]...
+# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|layer|profile|plan-a|demo|demo-part|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,12 +32,6 @@ if has build; then
   grep -i "spill" "$OUT/build.log" | grep -v " 0 bytes spill" | head -5
 fi
 
-if has probe; then  # host encode_scale / plain scale of a sub-normal amax with the build's compiler
-  CXX_BIN=$(grep -m1 "CMAKE_CXX_COMPILER:" "$B/CMakeCache.txt" | cut -d= -f2); CXX_BIN=${CXX_BIN:-g++}
-  "$CXX_BIN" -std=gnu++20 -O3 -DNDEBUG -ffp-contract=off -fno-thread-jumps -Isrc -Iinclude -isystem /usr/local/cuda/include \
-    dev/probe_encode_scale.cpp -o "$B/probe_encode_scale" > "$OUT/probe.log" 2>&1 && "$B/probe_encode_scale" >> "$OUT/probe.log" 2>&1
-  note "probe rc=$? $(tr '\n' ' ' < "$OUT/probe.log" | head -c 400)"
-fi
 if has diag; then  # host toolchain facts behind host-side (CPU-form) test differences
   { g++ --version | head -1; echo "CXXFLAGS=${CXXFLAGS:-} CFLAGS=${CFLAGS:-} LDFLAGS=${LDFLAGS:-}";
     grep -m1 "CMAKE_BUILD_TYPE" "$B/CMakeCache.txt"; grep -o "avx512[a-z_0-9]*" /proc/cpuinfo | sort -u | tr '\n' ' '; echo;
