@@ -236,9 +236,10 @@ def profile_and_sweep(gen) -> None:
     qa, qb = rand_q((m, k), gen), rand_q((n, k), gen)
     am = torch.tensor([3.0], device="cuda")
 
-    def call():
+    def call(swizzle=0, raster="m"):
         return torch.ops.f46.gemm(
-            qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], am, 256.0, None, torch.bfloat16
+            qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], am, 256.0, None, torch.bfloat16,
+            max_swizzle=swizzle, raster=raster,
         )
 
     def call_row():
@@ -270,27 +271,19 @@ def profile_and_sweep(gen) -> None:
             )
         )
     flops = 2.0 * m * n * k
-    for sw in ("1", "2", "4", "8"):
+    for sw in (1, 2, 4, 8):
         for ra in ("m", "n"):
-            os.environ["F46_GEMM_SWIZZLE"], os.environ["F46_GEMM_RASTER"] = sw, ra
-            t = median_us(lambda i: call(), 1)
+            t = median_us(lambda i: call(sw, ra), 1)
             print(
                 f"sweep dense 8192^3 swizzle {sw} raster {ra}: {t:.0f} us "
                 f"{flops / t / 1e6:.0f} TFLOP/s",
                 flush=True,
             )
-    os.environ.pop("F46_GEMM_SWIZZLE")
-    os.environ.pop("F46_GEMM_RASTER")
 
 
 def plan_times(call) -> tuple[float, float]:
-    """Median us of call(i) under plan (a) and plan (b) (F46_GEMM_PLAN, read at every call)."""
-    out = []
-    for plan in ("a", "b"):
-        os.environ["F46_GEMM_PLAN"] = plan
-        out.append(median_us(call, 1))
-    os.environ.pop("F46_GEMM_PLAN")
-    return out[0], out[1]
+    """Median us of call(i, plan) under plan (a) and plan (b) (the GEMM ops' `plan`)."""
+    return tuple(median_us(lambda i: call(i, plan), 1) for plan in ("a", "b"))
 
 
 def bench_plans(gen) -> list[str]:
@@ -312,9 +305,10 @@ def bench_plans(gen) -> list[str]:
             qb = rand_q((n, k), gen)
             xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
 
-            def call(i):
+            def call(i, plan="auto"):
                 torch.ops.f46.gemm(
-                    qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], bm, 256.0, None, torch.bfloat16
+                    qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], bm, 256.0, None, torch.bfloat16,
+                    plan=plan,
                 )
 
             t_bf16 = median_us(lambda i: torch.matmul(xa, xb.t()), 1)
@@ -325,10 +319,10 @@ def bench_plans(gen) -> list[str]:
             qb = rand_q((e, n, k), gen)
             xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
 
-            def call(i):
+            def call(i, plan="auto"):
                 torch.ops.f46.grouped_gemm_m(
                     qa[0], qa[1], am, "group", 256.0, qb[0], qb[1], bm, "group", 256.0, offs,
-                    None, torch.bfloat16,
+                    None, torch.bfloat16, plan=plan,
                 )
 
             t_bf16 = median_us(lambda i: torch._grouped_mm(xa, xb.transpose(-2, -1), offs=offs), 1)

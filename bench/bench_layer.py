@@ -2,7 +2,8 @@
 dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured in one run.
 
 Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
-Prints per shape and mode: ms, TFLOP/s, x BF16 (BF16 time / f46 time), the step's peak memory
+Prints per shape and mode: ms, TFLOP/s, x BF16 (BF16 time / f46 time) of a step that quantizes
+its weights (as every step after an optimizer update does), the step's peak memory
 above what is resident before it (torch.cuda.max_memory_allocated), then the geometric means;
 then a gradient-accumulation step of MICRO micro-batches (the tokens split MICRO ways) with the
 quantized weights reused across micro-batches (f46.WeightCache, the module default) and
@@ -153,6 +154,7 @@ def main() -> None:
                 w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
             )
             layer.to(dev)
+            layer.cache_weights = False  # a training step after an optimizer step: weights change
 
             def run_f46():
                 train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))

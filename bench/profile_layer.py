@@ -110,6 +110,7 @@ def main() -> None:
             layer = f46.F46GroupedExperts.from_bf16(
                 w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
             ).to(dev)
+            layer.cache_weights = False  # each step quantizes its weights (after an optimizer step)
             ft = kernel_times(
                 lambda: train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
             )

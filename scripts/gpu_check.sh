@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|layer|profile|plan-a|demo|demo-part|all]...
+# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|layer|profile|demo|demo-part|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -84,10 +84,6 @@ if has layer; then
   note "bench_layer rc=$?"; cat "$OUT/bench_layer.log"
 fi
 
-if [[ " $STEPS " == *" plan-a "* ]]; then  # Qwen3's layer with every GEMM on plan (a) (the profile of the auto choice: profile)
-  F46_GEMM_PLAN=a F46_PROFILE_SHAPES=${F46_PLAN_SHAPES:-Qwen3} timeout 200 python3 bench/profile_layer.py > "$OUT/profile_plan_a.log" 2>&1
-  note "profile plan a rc=$?"; grep -A14 "^####" "$OUT/profile_plan_a.log" | grep -v "^  " | head -40
-fi
 if has profile; then
   timeout ${F46_PROFILE_TIMEOUT:-300} python3 bench/profile_layer.py > "$OUT/profile_layer.log" 2>&1
   note "profile_layer rc=$?"; grep -A14 "^####" "$OUT/profile_layer.log" | grep -v "^  " | head -120

@@ -93,6 +93,15 @@ void check_offsets(const TensorView& offs, const char* name) {
 
 bool on_cpu(const TensorView& v) { return v.device == Device::kCPU; }
 
+// Context::gemm: a known plan and a swizzle the CUTLASS scheduler takes (0: the default).
+void check_tuning(const GemmTuning& t) {
+  const int p = static_cast<int>(t.plan);
+  F46_CHECK(p >= 0 && p <= 2, "ctx.gemm.plan must be kAuto, kDequantBf16 or kFusedFp4, got ", p);
+  const int s = t.max_swizzle;
+  F46_CHECK(s == 0 || s == 1 || s == 2 || s == 4 || s == 8,
+            "ctx.gemm.max_swizzle must be 0 (default), 1, 2, 4 or 8, got ", s);
+}
+
 }  // namespace
 
 void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& bias,
@@ -112,6 +121,7 @@ void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView
   check_out(out, {m, n});
   check_devices(a, b, {{&bias, "bias"}, {&out, "out"}});
   check_out_alias(out, a, b, {{&bias, "bias"}});
+  check_tuning(ctx.gemm);
   if (on_cpu(out))
     cpu::gemm(a, b, bias, out, ctx);
   else
@@ -139,6 +149,7 @@ void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const 
   check_out(out, {m, n});
   check_devices(a, b, {{&offs, "offs"}, {&bias, "bias"}, {&out, "out"}});
   check_out_alias(out, a, b, {{&offs, "offs"}, {&bias, "bias"}});
+  check_tuning(ctx.gemm);
   if (on_cpu(out)) {
     check::offsets_host(offs, "offs", m);
     cpu::grouped_gemm_m(a, b, offs, bias, out, ctx);
@@ -160,6 +171,7 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
   check_out(out, {e, n, k});
   check_devices(a, b, {{&offs, "offs"}, {&out, "out"}});
   check_out_alias(out, a, b, {{&offs, "offs"}});
+  check_tuning(ctx.gemm);
   if (on_cpu(out)) {
     check::offsets_host(offs, "offs", t);
     const int32_t* p = offs.ptr<int32_t>();

@@ -72,6 +72,27 @@ Rule parse_rule(const std::string& s, const char* op) {
               ": `rule` must be 'mae', 'mse', 'abs_max', 'all6' or 'all4', got '", s, "'");
 }
 
+GemmTuning parse_tuning(const std::string& plan, int64_t max_swizzle, const std::string& raster,
+                        const char* op) {
+  GemmTuning t;
+  if (plan == "a") {
+    t.plan = GemmPlan::kDequantBf16;
+  } else if (plan == "b") {
+    t.plan = GemmPlan::kFusedFp4;
+  } else {
+    TORCH_CHECK(plan == "auto", "f46::", op, ": `plan` must be 'auto', 'a' or 'b', got '", plan,
+                "'");
+  }
+  TORCH_CHECK(max_swizzle == 0 || max_swizzle == 1 || max_swizzle == 2 || max_swizzle == 4 ||
+                  max_swizzle == 8,
+              "f46::", op, ": `max_swizzle` must be 0 (default), 1, 2, 4 or 8, got ", max_swizzle);
+  TORCH_CHECK(raster == "m" || raster == "n", "f46::", op, ": `raster` must be 'm' or 'n', got '",
+              raster, "'");
+  t.max_swizzle = static_cast<int>(max_swizzle);
+  t.raster_along_n = raster == "n";
+  return t;
+}
+
 Block parse_block(int64_t block, const char* op) {
   if (block == 1) return Block::k1x16;
   if (block == 16) return Block::k16x16;

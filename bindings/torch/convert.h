@@ -20,6 +20,10 @@ TensorView to_view(const std::optional<at::Tensor>& t, const char* name);
 AmaxScope parse_scope(const std::string& s, const char* op, const char* name);
 Rule parse_rule(const std::string& s, const char* op);
 Block parse_block(int64_t block, const char* op);
+// The GEMM ops' tuning arguments: plan 'auto' | 'a' (dequantize + BF16 GEMM) | 'b' (fused 4-bit
+// kernel); max_swizzle 0 (default) | 1 | 2 | 4 | 8; raster 'm' | 'n'.
+GemmTuning parse_tuning(const std::string& plan, int64_t max_swizzle, const std::string& raster,
+                        const char* op);
 
 // Runs `fn`, turning an f46::Error into a c10::Error with the same message.
 template <typename F>

@@ -201,10 +201,13 @@ template <class Env>
 at::Tensor gemm_op(const at::Tensor& a_codes, const at::Tensor& a_scales, const at::Tensor& a_amax,
                    c10::string_view a_scope, double a_bound, const at::Tensor& b_codes,
                    const at::Tensor& b_scales, const at::Tensor& b_amax, double b_bound,
-                   const std::optional<at::Tensor>& bias, at::ScalarType out_dtype) {
+                   const std::optional<at::Tensor>& bias, at::ScalarType out_dtype,
+                   c10::string_view plan, int64_t max_swizzle, c10::string_view raster) {
   check_dim(a_codes, 2, "gemm", "a_codes", "(M, K/2)");
   check_dim(b_codes, 2, "gemm", "b_codes", "(N, K/2)");
   const AmaxScope sa = parse_scope(std::string(a_scope), "gemm", "a_scope");
+  const GemmTuning tuning =
+      parse_tuning(std::string(plan), max_swizzle, std::string(raster), "gemm");
   // (M, N)
   at::Tensor out = at::empty_symint({a_codes.sym_size(0), b_codes.sym_size(0)},
                                     a_codes.options().dtype(out_dtype));
@@ -215,7 +218,9 @@ at::Tensor gemm_op(const at::Tensor& a_codes, const at::Tensor& a_scales, const 
     const TensorView bv = to_view(bias, "bias");
     TensorView ov = to_view(out, "out");
     const int64_t ws = gemm_workspace_bytes(a_codes.size(0), b_codes.size(0), a_codes.size(1) * 2);
-    call_f46([&] { f46::gemm(a, b, bv, ov, env.ctx(ws)); });
+    Context ctx = env.ctx(ws);
+    ctx.gemm = tuning;
+    call_f46([&] { f46::gemm(a, b, bv, ov, ctx); });
   }
   return out;
 }
@@ -226,11 +231,14 @@ at::Tensor grouped_gemm_m_op(const at::Tensor& a_codes, const at::Tensor& a_scal
                              const at::Tensor& b_codes, const at::Tensor& b_scales,
                              const at::Tensor& b_amax, c10::string_view b_scope, double b_bound,
                              const at::Tensor& offs, const std::optional<at::Tensor>& bias,
-                             at::ScalarType out_dtype) {
+                             at::ScalarType out_dtype, c10::string_view plan, int64_t max_swizzle,
+                             c10::string_view raster) {
   check_dim(a_codes, 2, "grouped_gemm_m", "a_codes", "(M, K/2)");
   check_dim(b_codes, 3, "grouped_gemm_m", "b_codes", "(E, N, K/2)");
   const AmaxScope sa = parse_scope(std::string(a_scope), "grouped_gemm_m", "a_scope");
   const AmaxScope sb = parse_scope(std::string(b_scope), "grouped_gemm_m", "b_scope");
+  const GemmTuning tuning =
+      parse_tuning(std::string(plan), max_swizzle, std::string(raster), "grouped_gemm_m");
   // (M, N)
   at::Tensor out = at::empty_symint({a_codes.sym_size(0), b_codes.sym_size(1)},
                                     a_codes.options().dtype(out_dtype));
@@ -243,7 +251,9 @@ at::Tensor grouped_gemm_m_op(const at::Tensor& a_codes, const at::Tensor& a_scal
     TensorView ov = to_view(out, "out");
     const int64_t ws = grouped_gemm_m_workspace_bytes(a_codes.size(0), b_codes.size(1),
                                                       a_codes.size(1) * 2, b_codes.size(0));
-    call_f46([&] { f46::grouped_gemm_m(a, b, offv, bv, ov, env.ctx(ws)); });
+    Context ctx = env.ctx(ws);
+    ctx.gemm = tuning;
+    call_f46([&] { f46::grouped_gemm_m(a, b, offv, bv, ov, ctx); });
   }
   return out;
 }
@@ -253,12 +263,15 @@ at::Tensor grouped_gemm_k_op(const at::Tensor& a_codes, const at::Tensor& a_scal
                              const at::Tensor& a_amax, c10::string_view a_scope, double a_bound,
                              const at::Tensor& b_codes, const at::Tensor& b_scales,
                              const at::Tensor& b_amax, c10::string_view b_scope, double b_bound,
-                             const at::Tensor& offs, at::ScalarType out_dtype) {
+                             const at::Tensor& offs, at::ScalarType out_dtype,
+                             c10::string_view plan, int64_t max_swizzle, c10::string_view raster) {
   check_dim(a_codes, 2, "grouped_gemm_k", "a_codes", "(N, T/2)");
   check_dim(b_codes, 2, "grouped_gemm_k", "b_codes", "(K, T/2)");
   check_dim(offs, 1, "grouped_gemm_k", "offs", "(E)");
   const AmaxScope sa = parse_scope(std::string(a_scope), "grouped_gemm_k", "a_scope");
   const AmaxScope sb = parse_scope(std::string(b_scope), "grouped_gemm_k", "b_scope");
+  const GemmTuning tuning =
+      parse_tuning(std::string(plan), max_swizzle, std::string(raster), "grouped_gemm_k");
   // (E, N, K)
   at::Tensor out = at::empty_symint({offs.sym_size(0), a_codes.sym_size(0), b_codes.sym_size(0)},
                                     a_codes.options().dtype(out_dtype));
@@ -270,7 +283,9 @@ at::Tensor grouped_gemm_k_op(const at::Tensor& a_codes, const at::Tensor& a_scal
     TensorView ov = to_view(out, "out");
     const int64_t ws = grouped_gemm_k_workspace_bytes(a_codes.size(0), b_codes.size(0),
                                                       a_codes.size(1) * 2, offs.size(0));
-    call_f46([&] { f46::grouped_gemm_k(a, b, offv, ov, env.ctx(ws)); });
+    Context ctx = env.ctx(ws);
+    ctx.gemm = tuning;
+    call_f46([&] { f46::grouped_gemm_k(a, b, offv, ov, ctx); });
   }
   return out;
 }

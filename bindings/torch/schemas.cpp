@@ -18,15 +18,17 @@ TORCH_LIBRARY(f46, m) {
   m.def(
       "gemm(Tensor a_codes, Tensor a_scales, Tensor a_amax, str a_scope, float a_bound, "
       "Tensor b_codes, Tensor b_scales, Tensor b_amax, float b_bound, Tensor? bias, "
-      "ScalarType out_dtype) -> Tensor");
+      "ScalarType out_dtype, str plan=\"auto\", int max_swizzle=0, str raster=\"m\") -> Tensor");
   m.def(
       "grouped_gemm_m(Tensor a_codes, Tensor a_scales, Tensor a_amax, str a_scope, "
       "float a_bound, Tensor b_codes, Tensor b_scales, Tensor b_amax, str b_scope, "
-      "float b_bound, Tensor offs, Tensor? bias, ScalarType out_dtype) -> Tensor");
+      "float b_bound, Tensor offs, Tensor? bias, ScalarType out_dtype, "
+      "str plan=\"auto\", int max_swizzle=0, str raster=\"m\") -> Tensor");
   m.def(
       "grouped_gemm_k(Tensor a_codes, Tensor a_scales, Tensor a_amax, str a_scope, "
       "float a_bound, Tensor b_codes, Tensor b_scales, Tensor b_amax, str b_scope, "
-      "float b_bound, Tensor offs, ScalarType out_dtype) -> Tensor");
+      "float b_bound, Tensor offs, ScalarType out_dtype, "
+      "str plan=\"auto\", int max_swizzle=0, str raster=\"m\") -> Tensor");
   m.def("pad_token_groups(Tensor x, Tensor offs, int alignment) -> (Tensor, Tensor)");
   m.def("unpad_token_groups(Tensor y, Tensor offs, Tensor padded_offs, int num_rows) -> Tensor");
   m.def("zero_rows_past_groups_(Tensor(a!) x, Tensor offs) -> ()");

@@ -10,8 +10,8 @@
 namespace f46 {
 
 enum class DType : uint8_t {
-  kUInt8,    // E2M1 code pairs and E4M3 scale bytes
-  kInt32,    // group offsets
+  kUInt8,  // E2M1 code pairs and E4M3 scale bytes
+  kInt32,  // group offsets
   kFloat32,
   kFloat16,
   kBFloat16,
@@ -39,7 +39,9 @@ struct TensorView {
   bool is_contiguous() const;
   std::string describe() const;  // "bfloat16[8, 32] cpu"
   template <typename T>
-  T* ptr() const { return static_cast<T*>(data); }
+  T* ptr() const {
+    return static_cast<T*>(data);
+  }
 };
 
 // t[start : start + length] along the first dimension (same rank; an index past the end fails).
@@ -51,13 +53,29 @@ TensorView select0(const TensorView& t, int64_t index);
 TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> shape,
                      Device device = Device::kCPU, int device_index = 0);
 
-// Execution context for a call: the CUDA stream (ignored on the CPU) and an optional
-// caller-provided device workspace (bytes); backends that need scratch and get none
-// allocate it stream-ordered, which stays CUDA-graph capturable.
+// Which kernel plan a CUDA GEMM runs (docs/design.md, "GEMM plans"): kAuto chooses by shape;
+// kDequantBf16 is plan (a) (dequantize both operands to BF16, CUTLASS grouped GEMM); kFusedFp4
+// is plan (b) (one kernel reading the 4-bit operands), which falls back to plan (a) where it
+// does not apply. Every plan gives the same bits (N10); the CPU ignores the choice.
+enum class GemmPlan : int { kAuto = 0, kDequantBf16 = 1, kFusedFp4 = 2 };
+
+// Tuning overrides of the CUDA GEMMs, for benchmarks and tests; the defaults are the tuned
+// choice. max_swizzle: the CUTLASS group scheduler's swizzle (0: the default, 1; else 1, 2, 4
+// or 8); raster_along_n: its raster order (false: along M).
+struct GemmTuning {
+  GemmPlan plan = GemmPlan::kAuto;
+  int max_swizzle = 0;
+  bool raster_along_n = false;
+};
+
+// Execution context for a call: the CUDA stream (ignored on the CPU), an optional
+// caller-provided device workspace (bytes; backends that need scratch and get none allocate
+// it stream-ordered, which stays CUDA-graph capturable) and the GEMM tuning overrides.
 struct Context {
   void* cuda_stream = nullptr;  // cudaStream_t
   void* workspace = nullptr;
   int64_t workspace_bytes = 0;
+  GemmTuning gemm;
 };
 
 }  // namespace f46

@@ -143,11 +143,19 @@ def gemm(
     b_bound: float = 256.0,
     bias: Optional[Tensor] = None,
     out_dtype: torch.dtype = torch.bfloat16,
+    plan: str = "auto",
+    max_swizzle: int = 0,
+    raster: str = "m",
 ) -> Tensor:
     """NVFP4 GEMM out (M, N) = gA * gB * A (M, K) x B (N, K)^T (+ bias (N)) (N10).
 
     a_codes (M, K/2), a_scales (M, K/16), a_amax (1) or (M) for a_scope "row";
     b_codes (N, K/2), b_scales (N, K/16), b_amax (1). out_dtype: bf16 or fp32.
+    plan / max_swizzle / raster: tuning overrides of the CUDA kernels (benchmarks, tests; the
+    same bits whatever is chosen): plan "auto" (by shape), "a" (dequantize both operands to
+    BF16, CUTLASS grouped GEMM) or "b" (one fused 4-bit kernel, where it applies); max_swizzle
+    0 (default), 1, 2, 4 or 8 and raster "m" or "n" of the CUTLASS group scheduler.
+    The CPU ignores them.
     """
     return _ops.gemm(
         a_codes,
@@ -161,6 +169,9 @@ def gemm(
         float(b_bound),
         bias,
         out_dtype,
+        plan,
+        int(max_swizzle),
+        raster,
     )
 
 
@@ -179,6 +190,9 @@ def grouped_gemm_m(
     b_bound: float = 256.0,
     bias: Optional[Tensor] = None,
     out_dtype: torch.dtype = torch.bfloat16,
+    plan: str = "auto",
+    max_swizzle: int = 0,
+    raster: str = "m",
 ) -> Tensor:
     """M-grouped NVFP4 GEMM (forward, dgrad; N11): rows of group g of A times B[g]^T.
 
@@ -186,6 +200,11 @@ def grouped_gemm_m(
     b_codes (E, N, K/2), b_scales (E, N, K/16), b_amax (1) | (E) for b_scope "group";
     offs (E) int32 cumulative row ends; bias (E, N) or None.
     Returns (M, N); rows past offs[E-1] are zeros.
+    plan / max_swizzle / raster: tuning overrides of the CUDA kernels (benchmarks, tests; the
+    same bits whatever is chosen): plan "auto" (by shape), "a" (dequantize both operands to
+    BF16, CUTLASS grouped GEMM) or "b" (one fused 4-bit kernel, where it applies); max_swizzle
+    0 (default), 1, 2, 4 or 8 and raster "m" or "n" of the CUTLASS group scheduler.
+    The CPU ignores them.
     """
     return _ops.grouped_gemm_m(
         a_codes,
@@ -201,6 +220,9 @@ def grouped_gemm_m(
         offs,
         bias,
         out_dtype,
+        plan,
+        int(max_swizzle),
+        raster,
     )
 
 
@@ -218,6 +240,9 @@ def grouped_gemm_k(
     b_scope: str = "tensor",
     b_bound: float = 256.0,
     out_dtype: torch.dtype = torch.bfloat16,
+    plan: str = "auto",
+    max_swizzle: int = 0,
+    raster: str = "m",
 ) -> Tensor:
     """K-grouped NVFP4 GEMM (wgrad; N11): out[g] = gA[g] gB[g] sum over tokens t of group g.
 
@@ -225,6 +250,11 @@ def grouped_gemm_k(
     quantized along the token dim T (columnwise outputs of quantize); amaxes (1) or (E);
     offs (E) int32 cumulative token ends, multiples of 16. Returns (E, N, K); an empty group
     gives zeros.
+    plan / max_swizzle / raster: tuning overrides of the CUDA kernels (benchmarks, tests; the
+    same bits whatever is chosen): plan "auto" (by shape), "a" (dequantize both operands to
+    BF16, CUTLASS grouped GEMM) or "b" (one fused 4-bit kernel, where it applies); max_swizzle
+    0 (default), 1, 2, 4 or 8 and raster "m" or "n" of the CUTLASS group scheduler.
+    The CPU ignores them.
     """
     return _ops.grouped_gemm_k(
         a_codes,
@@ -239,6 +269,9 @@ def grouped_gemm_k(
         float(b_bound),
         offs,
         out_dtype,
+        plan,
+        int(max_swizzle),
+        raster,
     )
 
 

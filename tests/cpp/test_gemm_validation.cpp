@@ -26,6 +26,37 @@ TEST_F(GemmValidation, ValidCallsPass) {
   EXPECT_NO_THROW(grouped_gemm_m(qa(), qbe(), offs, {}, out));
 }
 
+// Context::gemm (the CUDA tuning overrides) is checked by every GEMM, on every backend; a valid
+// choice changes no bit on the CPU.
+TEST_F(GemmValidation, TuningOverrides) {
+  HostTensor tk = HostTensor(DType::kFloat32, {2, 5, 5});
+  HostTensor toffs = int_tensor({16, 32});
+  QMatrix ta = random_qmatrix(5, 32, 6), tb = random_qmatrix(5, 32, 7);
+  const QuantizedOperand ka = operand(ta, one, AmaxScope::kTensor, 256);
+  const QuantizedOperand kb = operand(tb, one, AmaxScope::kTensor, 256);
+  for (int swizzle : {3, -1, 16}) {
+    Context ctx;
+    ctx.gemm.max_swizzle = swizzle;
+    const std::string v = std::to_string(swizzle);
+    expect_error([&] { gemm(qa(), qb(), {}, out, ctx); }, {"ctx.gemm.max_swizzle", v});
+    expect_error([&] { grouped_gemm_m(qa(), qbe(), offs, {}, out, ctx); },
+                 {"ctx.gemm.max_swizzle", v});
+    expect_error([&] { grouped_gemm_k(ka, kb, toffs, tk, ctx); }, {"ctx.gemm.max_swizzle", v});
+  }
+  Context bad;
+  bad.gemm.plan = static_cast<GemmPlan>(7);
+  expect_error([&] { gemm(qa(), qb(), {}, out, bad); }, {"ctx.gemm.plan", "7"});
+  HostTensor want = HostTensor(DType::kFloat32, {6, 5});
+  gemm(qa(), qb(), {}, want);
+  for (GemmPlan p : {GemmPlan::kDequantBf16, GemmPlan::kFusedFp4}) {
+    Context ctx;
+    ctx.gemm = {p, 8, true};
+    HostTensor got = HostTensor(DType::kFloat32, {6, 5});
+    gemm(qa(), qb(), {}, got, ctx);
+    EXPECT_EQ(values(got), values(want)) << static_cast<int>(p);
+  }
+}
+
 TEST_F(GemmValidation, DenseOperands) {
   QuantizedOperand x = qa();
   x.codes.dtype = DType::kInt32;

@@ -1,7 +1,5 @@
 // Host side of plan (b): plan choice, operand checks, launch of fused_fp4_gemm_kernel.
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <mutex>
 
 #include "cuda/common/cuda_check.h"
@@ -13,7 +11,6 @@
 namespace f46::cuda::gemm_detail {
 namespace {
 
-std::atomic<int> g_plan{static_cast<int>(GemmPlan::kAuto)};
 std::atomic<uint64_t> g_launches{0};
 
 bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
@@ -54,18 +51,6 @@ void launch(const FusedArgs& p, int max_tiles, cudaStream_t stream) {
 
 }  // namespace
 
-void set_gemm_plan(GemmPlan plan) { g_plan.store(static_cast<int>(plan)); }
-
-GemmPlan requested_gemm_plan() {
-  const GemmPlan p = static_cast<GemmPlan>(g_plan.load());
-  if (p != GemmPlan::kAuto) return p;
-  if (const char* e = std::getenv("F46_GEMM_PLAN")) {
-    if (std::strcmp(e, "a") == 0) return GemmPlan::kDequantBf16;
-    if (std::strcmp(e, "b") == 0) return GemmPlan::kFusedFp4;
-  }
-  return GemmPlan::kAuto;
-}
-
 uint64_t fused_fp4_launches() { return g_launches.load(); }
 
 // Plan (a) pays, on top of its BF16 GEMM, a dequantization pass over both operands (~2.6 bytes
@@ -89,8 +74,7 @@ bool fused_fp4_plan_auto(int64_t m, int64_t n, int64_t k, int groups) {
 }
 
 bool try_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
-                        int groups, TensorView& out, cudaStream_t stream) {
-  const GemmPlan plan = requested_gemm_plan();
+                        int groups, TensorView& out, GemmPlan plan, cudaStream_t stream) {
   if (plan == GemmPlan::kDequantBf16 || !fused_fp4_supported(a, b, groups, out)) return false;
   const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
   if (plan == GemmPlan::kAuto && !fused_fp4_plan_auto(m, n, k, groups)) return false;

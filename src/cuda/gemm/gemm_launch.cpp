@@ -192,7 +192,8 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
   const bool fused = k > 0 && fused_epilogue(a, bias, out, n);
   // Plan (b), the fused 4-bit kernel, where it applies and is chosen (fused_fp4_gemm.h).
-  if (fused && gemm_detail::try_fused_fp4_gemm(a, b, offs, groups, out, stream)) return;
+  if (fused && gemm_detail::try_fused_fp4_gemm(a, b, offs, groups, out, ctx.gemm.plan, stream))
+    return;
   // Unfused: FP32 scratch with rows padded to 8 columns (TMA needs 16-byte row pitches).
   const int64_t n8 = fused ? n : detail::gemm_ws_pad8(n);
   Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), out.device_index, stream);
@@ -209,6 +210,7 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   p.b = buf.b;
   p.b_group_stride = n8 * k;
   p.ends = buf.ends;
+  p.schedule = gemm_detail::schedule_options(ctx.gemm);
   if (fused) {
     p.d = out.data;
     p.d_bf16 = out.dtype == DType::kBFloat16;
@@ -257,8 +259,8 @@ void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const 
     const int64_t m = out.size(0), n = out.size(1);
     if (m == 0 || n == 0) return;
     F46_CHECK_CUDA(cudaMemset2DAsync(out.data, out.strides[0] * dtype_size(out.dtype), 0,
-                                       n * dtype_size(out.dtype), m,
-                                       static_cast<cudaStream_t>(ctx.cuda_stream)));
+                                     n * dtype_size(out.dtype), m,
+                                     static_cast<cudaStream_t>(ctx.cuda_stream)));
     return;
   }
   run_rows(a, b, offs.ptr<const int32_t>(), groups, bias, out, ctx);
@@ -287,6 +289,7 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
   p.a = buf.a;
   p.b = buf.b;
   p.ends = buf.ends;
+  p.schedule = gemm_detail::schedule_options(ctx.gemm);
   if (fused) {
     p.d = out.data;
     p.d_bf16 = out.dtype == DType::kBFloat16;

@@ -3,8 +3,6 @@
 // kernel launch. Dense GEMMs run through the same kernel with one group, so a group's rows of a
 // grouped GEMM are bitwise equal to the dense GEMM on those rows (N11: same kernel, same K
 // order, no split-K).
-#include <cstdlib>
-#include <cstring>
 
 #include "common/numerics.h"
 #include "cuda/common/cuda_check.h"
@@ -83,13 +81,10 @@ __global__ void prep_groups_kernel(GroupedProblem p, Meta m) {
 
 }  // namespace
 
-ScheduleOptions schedule_options() {
+ScheduleOptions schedule_options(const GemmTuning& t) {
   ScheduleOptions o;
-  if (const char* s = std::getenv("F46_GEMM_SWIZZLE")) {
-    const int v = std::atoi(s);
-    if (v == 1 || v == 2 || v == 4 || v == 8) o.max_swizzle = v;
-  }
-  if (const char* r = std::getenv("F46_GEMM_RASTER")) o.raster_along_n = std::strcmp(r, "n") == 0;
+  if (t.max_swizzle != 0) o.max_swizzle = t.max_swizzle;  // validated by the front (src/gemm.cpp)
+  o.raster_along_n = t.raster_along_n;
   return o;
 }
 
@@ -111,9 +106,11 @@ void run_grouped_bf16_gemm(const GroupedProblem& p, void* meta, void* cutlass_ws
   F46_CHECK_CUDA(cudaGetDevice(&device));
   const Meta m = carve_meta(meta, p.groups);
   if (p.d_bf16) {
-    launch_cutlass_grouped_bf16(m, p.groups, cutlass_ws, device, sm_count(device), stream);
+    launch_cutlass_grouped_bf16(m, p.groups, p.schedule, cutlass_ws, device, sm_count(device),
+                                stream);
   } else {
-    launch_cutlass_grouped_f32(m, p.groups, cutlass_ws, device, sm_count(device), stream);
+    launch_cutlass_grouped_f32(m, p.groups, p.schedule, cutlass_ws, device, sm_count(device),
+                               stream);
   }
 }
 

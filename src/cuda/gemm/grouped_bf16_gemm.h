@@ -35,6 +35,16 @@ struct GroupAlpha {
   float bound_b = 256.0f;
 };
 
+// Scheduling knobs of the CUTLASS group tile scheduler (runtime, no recompilation).
+struct ScheduleOptions {
+  int max_swizzle = 1;
+  bool raster_along_n = false;
+};
+
+// The scheduler knobs of a call's tuning (Context::gemm): max_swizzle 0 means the default;
+// other values must be 1, 2, 4 or 8.
+ScheduleOptions schedule_options(const GemmTuning& t);
+
 struct GroupedProblem {
   GroupMode mode = GroupMode::kRows;
   const int32_t* offs = nullptr;  // (groups) int32 cumulative ends, device; null: one group
@@ -50,15 +60,8 @@ struct GroupedProblem {
   int64_t ld_d = 0;  // kRows: row stride of D (multiple of 8 elements)
   GroupAlpha alpha;
   int32_t* ends = nullptr;  // (groups) out: the clamped group ends the GEMM used (device)
+  ScheduleOptions schedule;
 };
-
-// Scheduling knobs of the CUTLASS group tile scheduler (runtime, no recompilation).
-struct ScheduleOptions {
-  int max_swizzle = 1;
-  bool raster_along_n = false;
-};
-// Defaults, overridable for tuning by F46_GEMM_SWIZZLE and F46_GEMM_RASTER=n|m.
-ScheduleOptions schedule_options();
 
 // Bytes of device metadata (problem shapes, pointer/stride arrays, alphas) for `groups`.
 size_t grouped_meta_bytes(int groups);

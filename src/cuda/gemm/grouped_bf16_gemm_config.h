@@ -70,8 +70,8 @@ struct Bf16GroupedKernel {
 
 // Launches the grouped kernel over metadata `m` already written on the stream.
 template <class ElementD>
-void launch_cutlass_grouped(const Meta& m, int groups, void* cutlass_ws, int device, int sm_count,
-                            cudaStream_t stream) {
+void launch_cutlass_grouped(const Meta& m, int groups, const ScheduleOptions& so, void* cutlass_ws,
+                            int device, int sm_count, cudaStream_t stream) {
   using K = Bf16GroupedKernel<Bf16GroupedTraits, ElementD>;
   typename K::Gemm::Arguments args;
   args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
@@ -85,7 +85,6 @@ void launch_cutlass_grouped(const Meta& m, int groups, void* cutlass_ws, int dev
   args.epilogue.dD = m.stride_d;
   args.hw_info.device_id = device;
   args.hw_info.sm_count = sm_count;
-  const ScheduleOptions so = schedule_options();
   args.scheduler.max_swizzle_size = so.max_swizzle;
   using Raster = typename K::Kernel::TileScheduler::RasterOrderOptions;
   args.scheduler.raster_order = so.raster_along_n ? Raster::AlongN : Raster::AlongM;

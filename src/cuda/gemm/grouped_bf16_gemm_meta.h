@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cute/tensor.hpp>
 
+#include "grouped_bf16_gemm.h"
+
 namespace f46::cuda::gemm_detail {
 
 using GroupShape = cute::Shape<int, int, int>;                        // (M, N, K) of one group
@@ -54,9 +56,9 @@ inline constexpr size_t kCutlassWorkspace = size_t{4} << 20;
 
 // The two CUTLASS instantiations (grouped_bf16_gemm_{f32,bf16}.cu, compiled in parallel):
 // launch the grouped kernel over metadata `m` already written on `stream`.
-void launch_cutlass_grouped_f32(const Meta& m, int groups, void* ws, int device, int sm_count,
-                                cudaStream_t stream);
-void launch_cutlass_grouped_bf16(const Meta& m, int groups, void* ws, int device, int sm_count,
-                                 cudaStream_t stream);
+void launch_cutlass_grouped_f32(const Meta& m, int groups, const ScheduleOptions& so, void* ws,
+                                int device, int sm_count, cudaStream_t stream);
+void launch_cutlass_grouped_bf16(const Meta& m, int groups, const ScheduleOptions& so, void* ws,
+                                 int device, int sm_count, cudaStream_t stream);
 
 }  // namespace f46::cuda::gemm_detail

@@ -14,14 +14,12 @@
 namespace f46::test {
 namespace {
 
-using cuda::gemm_detail::GemmPlan;
-
-// Forces a GEMM plan for the scope of the object.
-class ForcePlan {
- public:
-  explicit ForcePlan(GemmPlan p) { cuda::gemm_detail::set_gemm_plan(p); }
-  ~ForcePlan() { cuda::gemm_detail::set_gemm_plan(GemmPlan::kAuto); }
-};
+// The call context forcing a GEMM plan (Context::gemm.plan).
+Context with_plan(GemmPlan p) {
+  Context ctx;
+  ctx.gemm.plan = p;
+  return ctx;
+}
 
 struct FusedCase {
   int64_t m, n, k;
@@ -53,24 +51,20 @@ class CudaGemmFused : public testing::TestWithParam<FusedCase> {
     amax_a = float_tensor(random_amax(c.a_scope == AmaxScope::kGroup ? e : 1, 41));
     amax_b = float_tensor(random_amax(c.b_scope == AmaxScope::kGroup ? e : 1, 42));
     const uint64_t before = cuda::gemm_detail::fused_fp4_launches();
-    {
-      ForcePlan f(GemmPlan::kFusedFp4);
-      out_b = run(c.out);
-    }
+    out_b = run(c.out, GemmPlan::kFusedFp4);
     launches = cuda::gemm_detail::fused_fp4_launches() - before;
-    ForcePlan f(GemmPlan::kDequantBf16);
-    out_a = run(c.out);
+    out_a = run(c.out, GemmPlan::kDequantBf16);
   }
 
-  HostTensor run(DType t) {
+  HostTensor run(DType t, GemmPlan plan) {
     const FusedCase& c = GetParam();
     DeviceOperand da(a, amax_a, c.a_scope, 256), db(b, amax_b, c.b_scope, 448);
     GemmDeviceTensor dout(garbage(t, {c.m, c.n}));
     if (dense) {
-      gemm(da.op, db.op, TensorView{}, dout.view());
+      gemm(da.op, db.op, TensorView{}, dout.view(), with_plan(plan));
     } else {
       GemmDeviceTensor doffs(int_tensor(offs_v));
-      grouped_gemm_m(da.op, db.op, doffs.view(), TensorView{}, dout.view());
+      grouped_gemm_m(da.op, db.op, doffs.view(), TensorView{}, dout.view(), with_plan(plan));
     }
     cuda_ok(cudaDeviceSynchronize());
     return dout.download();
@@ -138,7 +132,6 @@ TEST_P(CudaGemmFused, RowsPastLastOffsetAreZero) {
 TEST_P(CudaGemmFused, EachGroupEqualsDenseBitwise) {
   const FusedCase& c = GetParam();
   if (dense) GTEST_SKIP() << "dense case";
-  ForcePlan f(GemmPlan::kFusedFp4);
   const int64_t es = dtype_size(c.out);
   int64_t lo = 0;
   for (int64_t g = 0; g < e; ++g) {
@@ -149,7 +142,7 @@ TEST_P(CudaGemmFused, EachGroupEqualsDenseBitwise) {
     HostTensor bm = float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
     DeviceOperand da(ag, am, AmaxScope::kTensor, 256), db(bg, bm, AmaxScope::kTensor, 448);
     GemmDeviceTensor dout(garbage(c.out, {hi - lo, c.n}));
-    gemm(da.op, db.op, TensorView{}, dout.view());
+    gemm(da.op, db.op, TensorView{}, dout.view(), with_plan(GemmPlan::kFusedFp4));
     const HostTensor d = dout.download();
     for (int64_t i = 0; i < hi - lo; ++i)
       ASSERT_TRUE(bytes_equal(d, i * c.n * es, out_b, (lo + i) * c.n * es, c.n * es))
@@ -187,9 +180,8 @@ TEST(CudaGemmFusedScope, OutOfScopeFallsBackToPlanA) {
   HostTensor am = float_tensor({2.0f}), bm = float_tensor({3.0f});
   DeviceOperand da(a, am, AmaxScope::kTensor, 256), db(b, bm, AmaxScope::kTensor, 256);
   auto run = [&](GemmPlan p) {
-    ForcePlan f(p);
     GemmDeviceTensor dout(garbage(DType::kFloat32, {m, n}));
-    gemm(da.op, db.op, TensorView{}, dout.view());
+    gemm(da.op, db.op, TensorView{}, dout.view(), with_plan(p));
     return dout.download();
   };
   const uint64_t before = cuda::gemm_detail::fused_fp4_launches();
@@ -197,6 +189,36 @@ TEST(CudaGemmFusedScope, OutOfScopeFallsBackToPlanA) {
   EXPECT_EQ(cuda::gemm_detail::fused_fp4_launches(), before);
   const HostTensor plain = run(GemmPlan::kDequantBf16);
   EXPECT_TRUE(bytes_equal(forced, 0, plain, 0, m * n * 4));
+}
+
+// The CUTLASS group scheduler's swizzle and raster order (Context::gemm) change the order tiles
+// run in, never a bit of the M-grouped and K-grouped products.
+TEST(CudaGemmTuning, SchedulerChoicesGiveTheSameBits) {
+  SKIP_WITHOUT_CUDA();
+  const int64_t m = 700, n = 272, k = 256;
+  const std::vector<int32_t> offs_v = cumulative({300, 0, 17, 383});
+  QMatrix a = random_qmatrix(m, k, 81), b = random_qmatrix(n, k, 82, 4);
+  QMatrix at = random_qmatrix(n, m - 12, 83), bt = random_qmatrix(k, m - 12, 84);
+  HostTensor am = float_tensor(random_amax(4, 85)), bm = float_tensor(random_amax(4, 86));
+  DeviceOperand da(a, am, AmaxScope::kGroup, 256), db(b, bm, AmaxScope::kGroup, 448);
+  DeviceOperand dat(at, am, AmaxScope::kGroup, 256), dbt(bt, bm, AmaxScope::kGroup, 448);
+  GemmDeviceTensor doffs(int_tensor(offs_v)), dtoffs(int_tensor({288, 288, 304, 688}));
+  auto run = [&](const GemmTuning& t) {
+    Context ctx;
+    ctx.gemm = t;
+    GemmDeviceTensor om(garbage(DType::kFloat32, {m, n})), ok(garbage(DType::kBFloat16, {4, n, k}));
+    grouped_gemm_m(da.op, db.op, doffs.view(), TensorView{}, om.view(), ctx);
+    grouped_gemm_k(dat.op, dbt.op, dtoffs.view(), ok.view(), ctx);
+    return std::make_pair(om.download(), ok.download());
+  };
+  const auto want = run(GemmTuning{GemmPlan::kDequantBf16, 0, false});
+  for (const GemmTuning& t :
+       {GemmTuning{GemmPlan::kDequantBf16, 2, true}, GemmTuning{GemmPlan::kDequantBf16, 8, false},
+        GemmTuning{GemmPlan::kAuto, 4, true}}) {
+    const auto got = run(t);
+    EXPECT_TRUE(bytes_equal(got.first, 0, want.first, 0, m * n * 4)) << t.max_swizzle;
+    EXPECT_TRUE(bytes_equal(got.second, 0, want.second, 0, 4 * n * k * 2)) << t.max_swizzle;
+  }
 }
 
 // The automatic rule (host only, no device needed) on the benchmark shapes of bench/RESULTS.md

@@ -165,17 +165,18 @@ TEST(CudaQuantizeColumnwiseOnly, AnyColumnCountEqualsCpu) {
   grad.rowwise = false;
   QuantizeConfig mae = base(Rule::kMAE, 256.0f, Block::k1x16, true);
   mae.rowwise = false;
-  const std::vector<Mode> modes = {{"all6_colonly", all6}, {"grad_sr_rht_colonly", grad},
+  const std::vector<Mode> modes = {{"all6_colonly", all6},
+                                   {"grad_sr_rht_colonly", grad},
                                    {"mae_colonly_group", mae, AmaxScope::kGroup}};
   for (const Mode& mode : modes)
     for (DType t : {DType::kBFloat16, DType::kFloat32})
-      for (const auto& [R, C] : std::vector<std::pair<int64_t, int64_t>>{{48, 200}, {64, 203}, {32, 8}}) {
+      for (const auto& [R, C] :
+           std::vector<std::pair<int64_t, int64_t>>{{48, 200}, {64, 203}, {32, 8}}) {
         const HostTensor x = random_matrix(t, R, C, 77 + C, Dist::kStudentT, 3.0f);
         const AmaxSpec a = amax_for(x, mode);
-        expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
-                              mode.cfg,
-                              mode.name + " " + std::to_string(R) + "x" + std::to_string(C) + " " +
-                                  dtype_name(t));
+        expect_same_quantized(
+            quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg), mode.cfg,
+            mode.name + " " + std::to_string(R) + "x" + std::to_string(C) + " " + dtype_name(t));
       }
 }
 
@@ -239,7 +240,7 @@ TEST(CudaQuantizeLarge, RowColWide) {
   }
 }
 
-// 16x16 rowwise in bf16 on a wide tensor (written for a lean 16x16 lab kernel, docs/lab_log.md):
+// 16x16 rowwise in bf16 on a wide tensor (written for a lean 16x16 lab kernel, docs/design.md):
 // contiguous and padded rows of x, every rule, and group scope with uneven and empty groups,
 // rows past the last offset and a NaN group.
 TEST(CudaQuantizeLarge, Tile16Wide) {
