@@ -5,6 +5,7 @@
 #include "cuda/common/cuda_check.h"
 #include "cuda/common/element_types.h"
 #include "cuda/common/launch_utils.h"
+#include "cuda/quantize/quantize_choice.h"
 #include "cuda/quantize/quantize_launch.h"
 #include "experts.h"
 
@@ -117,47 +118,44 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
                   m != QuantMode::kMAE && m != QuantMode::kMSE && m != QuantMode::kAbsMax;
   }
 
-  l.mode = mode_of(cfg);
+  QuantizeCase c;
+  c.bf16 = x.dtype == DType::kBFloat16;
+  c.rows = rows;
+  c.cols = cols;
+  c.scope = p.scope;
+  c.num_groups = p.num_groups;
+  c.mode = mode_of(cfg);
+  c.stochastic = p.stochastic;
+  c.rht_rowwise = p.rht_rowwise;
+  c.rht_columnwise = p.rht_columnwise;
+  c.rowwise = cfg.rowwise;
+  c.columnwise = cfg.columnwise;
+  c.tile16 = tile16;
+  c.amax_columnwise = p.amax_t != nullptr;
+  c.vec_load = p.vec_load;
+  c.packed_x = p.x_stride == cols || rows == 1;
+  c.packed_rowwise = cfg.rowwise && p.codes_stride * 2 == cols && p.scales_stride * 16 == cols;
+  c.wide_rows = p.wide_rows;
+  l.kernel = choose_quantize_kernel(c);
+  l.mode = c.mode;
   l.tile16 = tile16;
-  l.tile_kernel = tile16 || cfg.columnwise;
   l.shared_bytes = shared;
-  // The lean kernel for a per-tensor amax, and per group when the groups average at least
-  // kLeanGroupSteps steps of blocks (a block of a step that straddles a group boundary computes
-  // its own scale entries there; with tiny groups the rows kernel is faster).
-  const bool lean_scope =
-      p.scope == ScopeKind::kTensor ||
-      (p.scope == ScopeKind::kGroup &&
-       rows * (cols / 16) >= int64_t{kLeanGroupSteps} * kLeanThreads * p.num_groups);
-  l.lean = x.dtype == DType::kBFloat16 && !l.tile_kernel && lean_scope && p.vec_load &&
-           (p.x_stride == cols || rows == 1) && p.codes_stride * 2 == cols &&
-           p.scales_stride * 16 == cols && !p.rht_rowwise && !p.stochastic;
-  // Its per-tensor form: 32-bit block indices.
-  l.lean_tensor =
-      l.lean && p.scope == ScopeKind::kTensor && rows * (cols / 16) < (int64_t{1} << 31);
-  // 16x16 per tensor (dense weights): four lanes per tile, warp steps of 16 rows x kQuadCols
-  // columns, fewer than 2^31 of them; the columnwise output with the rowwise amax and no RHT.
-  const int64_t quad_steps = rows / 16 * ceil_div(cols, int64_t{kQuadCols});
-  l.quad16 = x.dtype == DType::kBFloat16 && tile16 && !cfg.gradient &&
-             p.scope == ScopeKind::kTensor && p.vec_load && !p.rht_rowwise && !p.stochastic &&
-             quad_steps < (int64_t{1} << 31) &&
-             (!cfg.columnwise || (p.amax_t == nullptr && !p.rht_columnwise));
-  // 1x16 row+col per tensor (activations, gradients): runs of kRowColRun units of 16 x 64.
-  l.rowcol = x.dtype == DType::kBFloat16 && !tile16 && cfg.columnwise &&
-             p.scope == ScopeKind::kTensor && p.vec_load && cols % 64 == 0 && !p.stochastic &&
-             !p.rht_rowwise && !p.rht_columnwise && (!cfg.rowwise || p.wide_rows);
-  if (l.rowcol) {  // a warp per run
-    l.grid =
-        dim3(grid_x(ceil_div(rows / 16, int64_t{kRowColRun}) * (cols / 64), kLeanThreads / 32));
-  } else if (l.quad16) {  // a warp per step (columnwise: per run of kQuadRun steps)
-    l.grid = dim3(grid_x(
-        cfg.columnwise ? ceil_div(rows / 16, kQuadRun) * ceil_div(cols, kQuadCols) : quad_steps,
-        kLeanThreads / 32));
-  } else if (l.tile_kernel) {  // one warp per unit at most, clamped to resident CTAs
-    const int64_t seg_rows = (p.pair_cols ? 2 : 1) * kUnitRows;  // band pairs or bands
-    l.grid = dim3(grid_x(ceil_div(rows, seg_rows) * ceil_div(cols, kUnitCols), kTileWarps));
-  } else {
-    // One block per thread per step, clamped to resident CTAs at launch.
-    l.grid = dim3(grid_x(rows * (cols / 16), l.lean ? kLeanThreads : kRowThreads));
+  const int64_t items = quantize_grid_items(l.kernel, c, p.pair_cols);
+  switch (l.kernel) {
+    case QuantizeKernel::kRowCol:
+    case QuantizeKernel::kQuad16:  // a warp per item
+      l.grid = dim3(grid_x(items, kLeanThreads / 32));
+      break;
+    case QuantizeKernel::kTile:  // a warp per unit at most, clamped to resident CTAs
+      l.grid = dim3(grid_x(items, kTileWarps));
+      break;
+    case QuantizeKernel::kRowsLean:
+    case QuantizeKernel::kRowsLeanTensor:  // a block per thread per step, clamped at launch
+      l.grid = dim3(grid_x(items, kLeanThreads));
+      break;
+    case QuantizeKernel::kRows:
+      l.grid = dim3(grid_x(items, kRowThreads));
+      break;
   }
   return true;
 }
@@ -205,7 +203,7 @@ void quantize_experts(const TensorView& w, const TensorView& amax, const Quantiz
       (w.strides[0] * es) % 16 == 0 &&
       (!cfg.rowwise || (out.codes.strides[0] % 16 == 0 && out.scales.strides[0] % 4 == 0)) &&
       (!cfg.columnwise || (out.codes_t.strides[0] % 16 == 0 && out.scales_t.strides[0] % 4 == 0));
-  if (l.quad16 && small && e > 1 && e <= 65535 && aligned) {
+  if (l.kernel == QuantizeKernel::kQuad16 && small && e > 1 && e <= 65535 && aligned) {
     l.batch = static_cast<int>(e);
     p.x_batch = w.strides[0];
     p.amax_batch = amax.strides[0];

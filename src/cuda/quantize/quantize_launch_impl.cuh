@@ -32,7 +32,7 @@ unsigned resident_ctas(K kernel, int threads, size_t shared_bytes) {
 template <typename T, QuantMode M>
 void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, Bf16>) {
-    if (l.lean_tensor) {
+    if (l.kernel == QuantizeKernel::kRowsLeanTensor) {
       const unsigned max_ctas = resident_ctas(quantize_rows_lean_tensor_kernel<M>, kLeanThreads, 0);
       const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
       quantize_rows_lean_tensor_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
@@ -40,7 +40,7 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
       return;
     }
     if constexpr (M != QuantMode::kGradient) {  // 16x16 takes no gradient mode
-      if (l.quad16) {
+      if (l.kernel == QuantizeKernel::kQuad16) {
         constexpr int kColCtas = kQuadColMinCtas, kRowCtas = kLeanTensorMinCtas;
         auto kernel =
             l.batch > 1
@@ -57,14 +57,14 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
         return;
       }
     }
-    if (l.rowcol) {
+    if (l.kernel == QuantizeKernel::kRowCol) {
       const unsigned max_ctas = resident_ctas(quantize_rowcol_lean_kernel<M>, kLeanThreads, 0);
       const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
       quantize_rowcol_lean_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
       F46_CHECK_LAUNCH("quantize_rowcol_lean_kernel");
       return;
     }
-    if (l.lean) {
+    if (l.kernel == QuantizeKernel::kRowsLean) {
       const unsigned max_ctas =
           resident_ctas(quantize_rows_lean_kernel<M>, kLeanThreads, l.shared_bytes);
       const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
@@ -73,7 +73,7 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
       return;
     }
   }
-  if (!l.tile_kernel) {
+  if (l.kernel != QuantizeKernel::kTile) {  // kRows (the bf16-only kernels returned above)
     const unsigned max_ctas =
         resident_ctas(quantize_rows_kernel<T, M>, kRowThreads, l.shared_bytes);
     const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);

@@ -1,0 +1,86 @@
+// choose_quantize_kernel: the quantization kernel for a call (quantize_choice.h).
+#include "cuda/quantize/quantize_choice.h"
+
+namespace f46::cuda {
+
+namespace {
+
+int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The lean rows kernels: per tensor, or per group when the groups average at least
+// kLeanGroupSteps steps of blocks (a block of a step that straddles a group boundary computes
+// its own scale entries there; with tiny groups the rows kernel is faster).
+bool lean_rows(const QuantizeCase& c) {
+  const bool scope =
+      c.scope == ScopeKind::kTensor ||
+      (c.scope == ScopeKind::kGroup &&
+       c.rows * (c.cols / 16) >= int64_t{kLeanGroupSteps} * kLeanThreads * c.num_groups);
+  return c.bf16 && scope && c.vec_load && c.packed_x && c.packed_rowwise && !c.rht_rowwise &&
+         !c.stochastic;
+}
+
+// 16x16 per tensor (dense weights): four lanes per tile, warp steps of 16 rows x kQuadCols
+// columns, fewer than 2^31 of them; the columnwise output with the rowwise amax and no RHT.
+bool quad16(const QuantizeCase& c) {
+  const int64_t steps = c.rows / 16 * ceil_div64(c.cols, kQuadCols);
+  return c.bf16 && c.tile16 && c.mode != QuantMode::kGradient && c.scope == ScopeKind::kTensor &&
+         c.vec_load && !c.rht_rowwise && !c.stochastic && steps < (int64_t{1} << 31) &&
+         (!c.columnwise || (!c.amax_columnwise && !c.rht_columnwise));
+}
+
+// 1x16 row+col per tensor (activations, gradients): runs of kRowColRun units of 16 x 64.
+bool rowcol(const QuantizeCase& c) {
+  return c.bf16 && !c.tile16 && c.columnwise && c.scope == ScopeKind::kTensor && c.vec_load &&
+         c.cols % 64 == 0 && !c.stochastic && !c.rht_rowwise && !c.rht_columnwise &&
+         (!c.rowwise || c.wide_rows);
+}
+
+}  // namespace
+
+const char* quantize_kernel_name(QuantizeKernel k) {
+  switch (k) {
+    case QuantizeKernel::kRows:
+      return "rows";
+    case QuantizeKernel::kRowsLean:
+      return "rows_lean";
+    case QuantizeKernel::kRowsLeanTensor:
+      return "rows_lean_tensor";
+    case QuantizeKernel::kTile:
+      return "tile";
+    case QuantizeKernel::kQuad16:
+      return "quad16";
+    case QuantizeKernel::kRowCol:
+      return "rowcol";
+  }
+  return "?";
+}
+
+QuantizeKernel choose_quantize_kernel(const QuantizeCase& c) {
+  if (c.tile16 || c.columnwise) {  // blocks along the rows: the tile kernel's family
+    if (quad16(c)) return QuantizeKernel::kQuad16;
+    if (rowcol(c)) return QuantizeKernel::kRowCol;
+    return QuantizeKernel::kTile;
+  }
+  if (!lean_rows(c)) return QuantizeKernel::kRows;
+  // The per-tensor form indexes blocks in 32 bits.
+  const bool tensor = c.scope == ScopeKind::kTensor && c.rows * (c.cols / 16) < (int64_t{1} << 31);
+  return tensor ? QuantizeKernel::kRowsLeanTensor : QuantizeKernel::kRowsLean;
+}
+
+int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c, bool pair_cols) {
+  switch (k) {
+    case QuantizeKernel::kRowCol:  // a warp per run
+      return ceil_div64(c.rows / 16, kRowColRun) * (c.cols / 64);
+    case QuantizeKernel::kQuad16:  // a warp per step (columnwise: per run of kQuadRun steps)
+      return c.columnwise ? ceil_div64(c.rows / 16, kQuadRun) * ceil_div64(c.cols, kQuadCols)
+                          : c.rows / 16 * ceil_div64(c.cols, kQuadCols);
+    case QuantizeKernel::kTile: {  // a warp per unit at most (band pairs or bands)
+      const int64_t seg_rows = (pair_cols ? 2 : 1) * kUnitRows;
+      return ceil_div64(c.rows, seg_rows) * ceil_div64(c.cols, kUnitCols);
+    }
+    default:  // a thread per 16-element block per step
+      return c.rows * (c.cols / 16);
+  }
+}
+
+}  // namespace f46::cuda
