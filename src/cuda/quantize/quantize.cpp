@@ -35,29 +35,33 @@ ScopeKind scope_of(AmaxScope s) {
                               : (s == AmaxScope::kGroup ? ScopeKind::kGroup : ScopeKind::kTensor);
 }
 
-// The kernel's parameters and the launch choice; false when there is nothing to do.
-bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
-             const QuantizedOutputs& out, QuantizeParams& p, QuantizeLaunch& l) {
-  // x: (R, C); with virtual padding x holds the unpadded rows, R is the padded count.
-  const bool virtual_pad = amax.source_offsets.defined();
-  const int64_t rows = virtual_pad ? out.codes_t.size(1) * 2 : x.size(0), cols = x.size(1);
-  if (rows == 0 || cols == 0 || (!cfg.rowwise && !cfg.columnwise)) return false;
-  const bool tile16 = cfg.block == Block::k16x16;
+// Limits of this backend; the front (src/quantize.cpp) has checked the arguments themselves.
+void check_cuda_limits(int64_t rows, int64_t cols, const GlobalAmax& amax,
+                       const QuantizeConfig& cfg, const QuantizedOutputs& out) {
   F46_CHECK(rows < (int64_t{1} << 31) && cols < (int64_t{1} << 34),
-            "quantize: x must have fewer than 2^31 rows and 2^34 columns, got ", rows, " x ", cols);
-  // The rowwise output and 16x16 tiles block along the columns; a columnwise-only call blocks
-  // along the rows, and the tile kernel guards each column (the front's rule, src/quantize.cpp).
-  F46_CHECK(!(cfg.rowwise || tile16) || cols % 16 == 0,
-            "quantize: rowwise output and 16x16 blocks need x columns % 16 == 0, got ", cols);
-  F46_CHECK(!(cfg.columnwise || tile16) || rows % 16 == 0,
-            "quantize: columnwise output and 16x16 blocks need rows % 16 == 0, got ", rows);
-  F46_CHECK(!(amax.scope == AmaxScope::kRow && (cfg.columnwise || tile16)),
-            "quantize: row-scope amax works only with rowwise 1x16 output");
-  F46_CHECK(!(cfg.rounding == Rounding::kStochastic && !cfg.gradient && cfg.rule != Rule::kAll6 &&
-              cfg.rule != Rule::kAll4),
-            "quantize: stochastic rounding needs rule all6/all4 or gradient mode, got rule ",
-            rule_name(cfg.rule));
+            "quantize (CUDA backend limit): x must have fewer than 2^31 rows and 2^34 columns, "
+            "got ",
+            rows, " x ", cols);
+  if (amax.scope == AmaxScope::kGroup) {
+    const int64_t e = amax.offsets.size(0);
+    F46_CHECK(e >= 1 && e <= kMaxGroups,
+              "quantize (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ",
+              e);
+  }
+  if (cfg.rowwise)
+    F46_CHECK(aligned_to(out.codes.data, 8) && out.codes.strides[0] % 8 == 0,
+              "quantize (CUDA backend limit): out.codes must be 8-byte aligned with a row stride "
+              "% 8 == 0");
+  if (cfg.columnwise)
+    F46_CHECK(aligned_to(out.codes_t.data, 8) && out.codes_t.strides[0] % 8 == 0,
+              "quantize (CUDA backend limit): out.codes_t must be 8-byte aligned with a row "
+              "stride % 8 == 0");
+}
 
+// The kernels' parameters from the arguments: pointers, strides, the access widths they allow.
+void fill_params(const TensorView& x, int64_t rows, const GlobalAmax& amax,
+                 const QuantizeConfig& cfg, const QuantizedOutputs& out, QuantizeParams& p) {
+  const int64_t cols = x.size(1);
   p.x = x.data;
   p.x_stride = x.strides[0];
   p.rows = rows;
@@ -69,22 +73,15 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
   p.scope = scope_of(amax.scope);
   p.amax = amax.amax.ptr<float>();
   p.amax_t = amax.amax_columnwise.defined() ? amax.amax_columnwise.ptr<float>() : nullptr;
-  size_t shared = 0;
   if (amax.scope == AmaxScope::kGroup) {
     p.offsets = amax.offsets.ptr<int32_t>();
     p.num_groups = static_cast<int>(amax.offsets.size(0));
-    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
-              "quantize: group count must be in [1, ", kMaxGroups, "], got ", p.num_groups);
-    shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
-    if (virtual_pad) {  // the tile kernel stages the source offsets after the padded ones
-      F46_CHECK(cfg.columnwise && !cfg.rowwise && cfg.block == Block::k1x16,
-                "quantize: virtual padding needs columnwise-only 1x16 output");
+    if (amax.source_offsets.defined()) {  // virtual padding (N12): x holds the unpadded rows
       p.src_offsets = amax.source_offsets.ptr<int32_t>();
       p.src_rows = x.size(0);
-      shared *= 2;
     }
   }
-  p.bound = cfg.scale_bound;  // gradient mode: the dispatch requires 448 (N4)
+  p.bound = cfg.scale_bound;  // gradient mode: the front requires 448 (N4)
   p.stochastic = cfg.rounding == Rounding::kStochastic;
   p.seed = cfg.seed;
   p.offset = cfg.offset;
@@ -97,8 +94,6 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
     p.codes_stride = out.codes.strides[0];
     p.scales = out.scales.ptr<uint8_t>();
     p.scales_stride = out.scales.strides[0];
-    F46_CHECK(aligned_to(p.codes, 8) && p.codes_stride % 8 == 0,
-              "quantize: codes must be 8-byte aligned with a row stride % 8 == 0");
     p.wide_rows = aligned_to(p.codes, 16) && p.codes_stride % 16 == 0 && aligned_to(p.scales, 4) &&
                   p.scales_stride % 4 == 0;
   }
@@ -107,8 +102,6 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
     p.codes_t_stride = out.codes_t.strides[0];
     p.scales_t = out.scales_t.ptr<uint8_t>();
     p.scales_t_stride = out.scales_t.strides[0];
-    F46_CHECK(aligned_to(p.codes_t, 8) && p.codes_t_stride % 8 == 0,
-              "quantize: codes_t must be 8-byte aligned with a row stride % 8 == 0");
     p.wide_cols = aligned_to(p.codes_t, 16) && p.codes_t_stride % 16 == 0 &&
                   aligned_to(p.scales_t, 2) && p.scales_t_stride % 2 == 0;
     // Band pairs only for the modes without a 4/6 decision: they are bound by the columnwise
@@ -117,11 +110,14 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
     p.pair_cols = p.wide_cols && aligned_to(p.scales_t, 4) && p.scales_t_stride % 4 == 0 &&
                   m != QuantMode::kMAE && m != QuantMode::kMSE && m != QuantMode::kAbsMax;
   }
+}
 
+// The kernel for the call (choose_quantize_kernel), its grid and dynamic shared memory.
+QuantizeLaunch choose_launch(DType dtype, const QuantizeConfig& cfg, const QuantizeParams& p) {
   QuantizeCase c;
-  c.bf16 = x.dtype == DType::kBFloat16;
-  c.rows = rows;
-  c.cols = cols;
+  c.bf16 = dtype == DType::kBFloat16;
+  c.rows = p.rows;
+  c.cols = p.cols;
   c.scope = p.scope;
   c.num_groups = p.num_groups;
   c.mode = mode_of(cfg);
@@ -130,16 +126,20 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
   c.rht_columnwise = p.rht_columnwise;
   c.rowwise = cfg.rowwise;
   c.columnwise = cfg.columnwise;
-  c.tile16 = tile16;
+  c.tile16 = cfg.block == Block::k16x16;
   c.amax_columnwise = p.amax_t != nullptr;
   c.vec_load = p.vec_load;
-  c.packed_x = p.x_stride == cols || rows == 1;
-  c.packed_rowwise = cfg.rowwise && p.codes_stride * 2 == cols && p.scales_stride * 16 == cols;
+  c.packed_x = p.x_stride == p.cols || p.rows == 1;
+  c.packed_rowwise = cfg.rowwise && p.codes_stride * 2 == p.cols && p.scales_stride * 16 == p.cols;
   c.wide_rows = p.wide_rows;
+  QuantizeLaunch l;
   l.kernel = choose_quantize_kernel(c);
   l.mode = c.mode;
-  l.tile16 = tile16;
-  l.shared_bytes = shared;
+  l.tile16 = c.tile16;
+  // Staged group offsets (and, with virtual padding, the source offsets after them).
+  if (p.scope == ScopeKind::kGroup)
+    l.shared_bytes =
+        static_cast<size_t>(p.num_groups) * sizeof(int32_t) * (p.src_offsets != nullptr ? 2 : 1);
   const int64_t items = quantize_grid_items(l.kernel, c, p.pair_cols);
   switch (l.kernel) {
     case QuantizeKernel::kRowCol:
@@ -157,6 +157,19 @@ bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& 
       l.grid = dim3(grid_x(items, kRowThreads));
       break;
   }
+  return l;
+}
+
+// The kernel's parameters and the launch choice; false when there is nothing to do.
+bool prepare(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
+             const QuantizedOutputs& out, QuantizeParams& p, QuantizeLaunch& l) {
+  // x: (R, C); with virtual padding x holds the unpadded rows, R is the padded count.
+  const bool virtual_pad = amax.source_offsets.defined();
+  const int64_t rows = virtual_pad ? out.codes_t.size(1) * 2 : x.size(0), cols = x.size(1);
+  if (rows == 0 || cols == 0 || (!cfg.rowwise && !cfg.columnwise)) return false;
+  check_cuda_limits(rows, cols, amax, cfg, out);
+  fill_params(x, rows, amax, cfg, out, p);
+  l = choose_launch(x.dtype, cfg, p);
   return true;
 }
 

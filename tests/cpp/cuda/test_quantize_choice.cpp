@@ -32,7 +32,7 @@ TEST(QuantizeChoice, RowwiseOneBySixteen) {
   c.scope = ScopeKind::kGroup;
   c.num_groups = 8;  // 8192 blocks per group on average >= 4 x 128
   EXPECT_EQ(choose_quantize_kernel(c), K::kRowsLean);
-  c.num_groups = 512;  // 512 blocks per group: the rows kernel
+  c.num_groups = 1024;  // 256 blocks per group < 4 x 128: the rows kernel
   EXPECT_EQ(choose_quantize_kernel(c), K::kRows);
   c = lean_case();
   c.scope = ScopeKind::kRow;
