@@ -13,20 +13,19 @@ per-group amaxes and every row of the quantized grouped GEMM equal the single-pr
 
 The only host synchronisation is the one the token exchange needs: the per-rank split sizes of
 ``all_to_all_single`` are Python ints (they are exchanged on the device first, then read once).
+
+The process group is the caller's; importing this module changes no environment variable. On
+machines where NVLink multicast must stay off (NCCL NVLS, torch symmetric memory), set
+``NCCL_NVLS_ENABLE=0`` and ``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` in the environment before
+``dist.init_process_group("nccl")``, as examples/expert_parallel.py and bench/bench_ep.py do.
 """
 
 from __future__ import annotations
-
-import os
 
 import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.nn.functional import all_to_all_single as _all_to_all_autograd
-
-# The lent multi-GPU machines require NVLink multicast to stay off (NCCL NVLS, symmetric memory).
-os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
 
 
 class TopKRouter(nn.Module):
