@@ -19,7 +19,7 @@ from typing import Callable, Iterable, List, Optional, Union
 
 from torch import nn
 
-from .experts import matmul_shape_problem
+from .functional import matmul_shape_problem
 from .integrations import torchtitan as titan
 from .integrations import transformers as hf
 from .integrations._swap import is_swapped

@@ -12,6 +12,9 @@ Backward (recipe.backward_override, resolved by Recipe.dense_backward / grouped_
                   wgrad = dY columnwise x X columnwise (tokens along K), optional SR and RHT.
 The control flow depends only on shapes and the recipe (never on tensor values), and every
 tensor op is an opaque f46 custom op, so torch.compile(fullgraph=True) traces it as is.
+Beside them: pad_token_groups / unpad_token_groups (differentiable N12 padding, from
+f46.token_groups), autocast_dtype (the dtype nn.Linear computes in) and matmul_shape_problem
+(these checks made up front, for the converters).
 """
 
 from __future__ import annotations
@@ -22,20 +25,20 @@ import torch
 import torch.nn.functional as F
 
 from . import ops
-from .grouped_bf16 import group_bias_grad, grouped_mm_k_bf16, grouped_mm_m_bf16
+from .bf16_grouped_gemm import group_bias_grad, grouped_mm_k_bf16, grouped_mm_m_bf16
 from .quantized import (
     QuantizedWeight,
+    WeightCache,
     bias_for_gemm,
+    cached_weight,
     gemm_out_dtype,
     next_sr_offset,
     quantize_activation,
     quantize_gradient,
-    WeightCache,
-    cached_weight,
-    quantize_weight,
     round_up,
 )
-from .recipe import GRAD_SCALE_BOUND, Recipe
+from .recipe import Recipe
+from .token_groups import pad_token_groups, unpad_token_groups
 
 _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
@@ -68,9 +71,7 @@ def _quantize_x(x2: torch.Tensor, recipe: Recipe, columnwise: bool):
         xp,
         amax,
         scope="tensor",
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=1,
+        **recipe.quantize_kwargs("activation"),
         rht_columnwise=recipe.wgrad_rht,
         columnwise=True,
         amax_columnwise=amax_t,
@@ -175,8 +176,7 @@ class _Linear(torch.autograd.Function):
                     wct,
                     wst,
                     w_amax,
-                    a_bound=GRAD_SCALE_BOUND,
-                    b_bound=recipe.scale_bound,
+                    **recipe.gradient_gemm_bounds(),
                     out_dtype=gemm_out_dtype(ctx.x_dtype),
                 ).to(ctx.x_dtype)  # (M, K)
             if need_dw:
@@ -187,8 +187,7 @@ class _Linear(torch.autograd.Function):
                     ct,
                     st,
                     amax_t,
-                    a_bound=GRAD_SCALE_BOUND,
-                    b_bound=recipe.scale_bound,
+                    **recipe.gradient_gemm_bounds(),
                     out_dtype=gemm_out_dtype(ctx.w_dtype),
                 ).to(ctx.w_dtype)  # (N, K)
         if need_db:
@@ -214,6 +213,33 @@ def _check_common(x, w_shape_k, recipe, what):
         )
     if w_shape_k % 16 != 0:
         raise ValueError(f"in_features (K) must be a multiple of 16, got K={w_shape_k}")
+
+
+def autocast_dtype(x: torch.Tensor) -> torch.dtype:
+    """The dtype nn.Linear computes in for input x: the autocast dtype of x's device type when
+    autocast is on there, else x.dtype."""
+    dev = x.device.type
+    if torch.is_autocast_enabled(dev):
+        return torch.get_autocast_dtype(dev)
+    return x.dtype
+
+
+def matmul_shape_problem(
+    n: int, k: int, recipe: Recipe, grouped: bool = False, dtype: Optional[torch.dtype] = None
+) -> Optional[str]:
+    """Why a weight (N, K) (per expert when grouped) of `dtype` cannot be an NVFP4 GEMM operand
+    under `recipe`, or None when it can (the checks of f46.linear / f46.grouped_mm, made up
+    front)."""
+    if dtype is not None and dtype not in _DTYPES:
+        return f"weight dtype {dtype} is not bfloat16, float16 or float32"
+    if k % 16 != 0:
+        return f"in_features K={k} is not a multiple of 16 (NVFP4 1x16 blocks)"
+    if recipe.weight_block == 16 and n % 16 != 0:
+        return f"out_features N={n} is not a multiple of 16 (16x16 weight blocks)"
+    backward = recipe.grouped_backward() if grouped else recipe.dense_backward()
+    if backward == "quantized" and n % 16 != 0:
+        return f"out_features N={n} is not a multiple of 16 (quantized backward)"
+    return None
 
 
 def linear(
@@ -324,9 +350,7 @@ def _x_columnwise(a, offs, a_amax, recipe):
         a_amax,
         offsets=poffs,
         scope="group",
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=1,
+        **recipe.quantize_kwargs("activation"),
         rht_columnwise=recipe.wgrad_rht,
         rowwise=False,
         columnwise=True,
@@ -387,8 +411,7 @@ def _grouped_backward_quantized(
             offs,
             a_scope="group",
             b_scope="group",
-            a_bound=GRAD_SCALE_BOUND,
-            b_bound=recipe.scale_bound,
+            **recipe.gradient_gemm_bounds(),
             out_dtype=gemm_out_dtype(dtypes[0]),
         ).to(dtypes[0])  # (M, K)
     if need_db:
@@ -418,8 +441,7 @@ def _grouped_backward_quantized(
             poffs,
             a_scope="group",
             b_scope="group",
-            a_bound=GRAD_SCALE_BOUND,
-            b_bound=recipe.scale_bound,
+            **recipe.gradient_gemm_bounds(),
             out_dtype=gemm_out_dtype(dtypes[1]),
         ).to(dtypes[1])  # (E, N, K)
     return da, db
@@ -475,45 +497,6 @@ class _GroupedMM(torch.autograd.Function):
             offs = ctx.saved_tensors[-1] if mode != "high_precision" else ctx.saved_tensors[2]
             dbias = group_bias_grad(dy, offs, ctx.e).to(ctx.bias_dtype)
         return da, db, None, dbias, None, None, None, None, None
-
-
-class _PadTokenGroups(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x, offs, alignment):
-        xp, poffs = ops.pad_token_groups(x, offs, alignment)
-        ctx.mark_non_differentiable(poffs)
-        ctx.save_for_backward(offs, poffs)
-        ctx.m = x.shape[0]
-        return xp, poffs
-
-    @staticmethod
-    def backward(ctx, dxp, _):
-        offs, poffs = ctx.saved_tensors
-        return ops.unpad_token_groups(dxp.contiguous(), offs, poffs, ctx.m), None, None
-
-
-class _UnpadTokenGroups(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, yp, offs, poffs, m, alignment):
-        ctx.save_for_backward(offs)
-        ctx.alignment = alignment
-        return ops.unpad_token_groups(yp, offs, poffs, m)
-
-    @staticmethod
-    def backward(ctx, dy):
-        (offs,) = ctx.saved_tensors
-        dyp, _ = ops.pad_token_groups(dy.contiguous(), offs, ctx.alignment)
-        return dyp, None, None, None, None
-
-
-def pad_token_groups(x, offs, alignment: int = 128):
-    """Differentiable N12 padding: x (M, C) -> (padded (P, C), padded_offs (E) int32)."""
-    return _PadTokenGroups.apply(x, offs, alignment)
-
-
-def unpad_token_groups(y, offs, padded_offs, num_rows: int, alignment: int = 128):
-    """Differentiable inverse of pad_token_groups (alignment is used by its backward)."""
-    return _UnpadTokenGroups.apply(y, offs, padded_offs, num_rows, alignment)
 
 
 def _check_grouped(a, e, n, k, offs, bias, recipe):
@@ -579,7 +562,8 @@ def grouped_mm(
     sr = next_sr_offset(recipe)
     needs = _needs_grad(a, b, bias)
     if recipe.pad_token_groups is None:
-        return _GroupedMM.apply(a.contiguous(), b, offs, bias, recipe, sr, needs, None, weight_cache)
+        a = a.contiguous()
+        return _GroupedMM.apply(a, b, offs, bias, recipe, sr, needs, None, weight_cache)
     align = recipe.pad_token_groups
     ap, poffs = pad_token_groups(a.contiguous(), offs, align)
     yp = _GroupedMM.apply(ap, b, poffs, bias, recipe, sr, needs, None, weight_cache)

@@ -8,9 +8,8 @@ from typing import Optional
 import torch
 from torch import nn
 
-from .experts import autocast_dtype
-from .functional import linear
-from .grouped_swiglu import swiglu_experts
+from .experts import swiglu_experts
+from .functional import autocast_dtype, linear
 from .quantized import WeightCache
 from .recipe import Recipe
 
@@ -178,7 +177,7 @@ class F46GroupedExperts(nn.Module):
         w1, w3 = self._weight("w1", x), self._weight("w3", x)
         w2 = self._weight("w2", x, self.w1, self.w3)  # its A, h, derives from x, w1, w3
         # x quantized once for the gate and up projections; on CUDA the SwiGLU fused with its
-        # amaxes; bitwise grouped_mm_pair, F.silu(h1) * h3, grouped_mm (f46.grouped_swiglu);
+        # amaxes; bitwise grouped_mm_pair, F.silu(h1) * h3, grouped_mm (f46.experts.swiglu);
         # in training each weight quantized once per version (the micro-batches share it)
         caches = (None, None, None)
         if self.cache_weights:

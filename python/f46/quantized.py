@@ -13,7 +13,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 from . import ops
-from .recipe import GRAD_RULE, GRAD_SCALE_BOUND, Recipe
+from .recipe import Recipe
 
 
 def round_up(v: int, a: int) -> int:
@@ -137,50 +137,29 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     """4/6 weight quantization (N3) with recipe.weight_block blocks and a per-tensor (dense) or
     per-expert (grouped, N2) amax. w: (N, K) or (E, N, K)."""
     block = recipe.weight_block
-    if w.dim() == 2:
-        n, k = w.shape
-        _check_weight_shape(n, k, block, columnwise, "weight")
+    if w.dim() not in (2, 3):
+        raise ValueError(f"weight must be 2-D (N, K) or 3-D (E, N, K), got shape {tuple(w.shape)}")
+    grouped = w.dim() == 3
+    n, k = w.shape[-2:]
+    _check_weight_shape(n, k, block, columnwise, "grouped weight" if grouped else "weight")
+    if not grouped:
         w2 = w.contiguous()
         amax = ops.amax(w2, scope="tensor")  # (1)
         c, s, ct, st = ops.quantize(
-            w2,
-            amax,
-            scope="tensor",
-            rule=recipe.err_mode,
-            scale_bound=recipe.scale_bound,
-            block=block,
-            columnwise=columnwise,
+            w2, amax, scope="tensor", columnwise=columnwise, **recipe.quantize_kwargs("weight")
         )
-        return QuantizedWeight(
-            c,
-            s,
-            amax,
-            ct if columnwise else None,
-            st if columnwise else None,
-            recipe.scale_bound,
-            block,
-            recipe.err_mode,
-            False,
-            weight_key(w, recipe, columnwise),
+    else:
+        e = w.shape[0]
+        w2 = w.contiguous().view(e * n, k)
+        offs = expert_row_offsets(e, n, w.device)
+        amax = ops.amax(w2, scope="group", offsets=offs)  # (E)
+        # Each expert with its amax as a per-tensor amax: N2's group scope over the (E*N, K)
+        # view, bitwise (tests/python/test_quantize_weight_experts.py), with the tuned
+        # per-tensor weight kernels, one launch for small experts, each columnwise output in
+        # its own (K, N/2) slab.
+        c, s, ct, st = ops.quantize_experts(
+            w2.view(e, n, k), amax, columnwise=columnwise, **recipe.quantize_kwargs("weight")
         )
-    if w.dim() != 3:
-        raise ValueError(f"weight must be 2-D (N, K) or 3-D (E, N, K), got shape {tuple(w.shape)}")
-    e, n, k = w.shape
-    _check_weight_shape(n, k, block, columnwise, "grouped weight")
-    w2 = w.contiguous().view(e * n, k)
-    offs = expert_row_offsets(e, n, w.device)
-    amax = ops.amax(w2, scope="group", offsets=offs)  # (E)
-    # Each expert with its amax as a per-tensor amax: N2's group scope over the (E*N, K) view,
-    # bitwise (tests/python/test_quantize_weight_experts.py), with the tuned per-tensor weight
-    # kernels, one launch for small experts, each columnwise output in its own (K, N/2) slab.
-    c, s, ct, st = ops.quantize_experts(
-        w2.view(e, n, k),
-        amax,
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=block,
-        columnwise=columnwise,
-    )
     return QuantizedWeight(
         c,
         s,
@@ -190,7 +169,7 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
         recipe.scale_bound,
         block,
         recipe.err_mode,
-        True,
+        grouped,
         weight_key(w, recipe, columnwise),
     )
 
@@ -208,13 +187,7 @@ def quantize_activation(
     if amax is None:
         amax = ops.amax(x, scope=scope, offsets=offsets)  # (1) | (R) | (E)
     c, s, _, _ = ops.quantize(
-        x,
-        amax,
-        offsets=offsets,
-        scope=scope,
-        rule=recipe.err_mode,
-        scale_bound=recipe.scale_bound,
-        block=1,
+        x, amax, offsets=offsets, scope=scope, **recipe.quantize_kwargs("activation")
     )
     return c, s, amax
 
@@ -264,8 +237,7 @@ class WeightCache:
     def get(self, w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -> QuantizedWeight:
         key = weight_key(w, recipe, columnwise)
         hit = self._qw is not None and (
-            self._qw.key == key
-            or (not columnwise and self._qw.key == weight_key(w, recipe, True))
+            self._qw.key == key or (not columnwise and self._qw.key == weight_key(w, recipe, True))
         )
         if not hit:
             with torch.no_grad():
@@ -328,13 +300,7 @@ def quantize_gradient(
         amax,
         offsets=offsets,
         scope=scope,
-        rule=GRAD_RULE,
-        scale_bound=GRAD_SCALE_BOUND,
-        block=1,
-        gradient=True,
-        stochastic=recipe.stochastic,
-        seed=recipe.seed,
-        offset=sr_offset,
+        **recipe.quantize_kwargs("gradient", sr_offset),
         rht_columnwise=recipe.wgrad_rht and columnwise,
         rowwise=rowwise,
         columnwise=columnwise,

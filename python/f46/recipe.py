@@ -9,13 +9,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+# ---- the allowed values of each field (the one list; f46.torchao checks against these too) ----
 ERR_MODES = ("mae", "mse", "abs_max", "all6", "all4")  # N3.6
-BACKWARD_OVERRIDES = (None, "high_precision", "dequantized", "quantized")
+FOUR_OVER_SIX_ERR_MODES = ("mae", "mse")  # the 4/6 selection rules (torchao's err_mode)
+BACKWARD_MODES = ("high_precision", "dequantized", "quantized")
+BACKWARD_OVERRIDES = (None, *BACKWARD_MODES)  # None: the resolved default
 GRAD_ROUNDINGS = ("rne", "stochastic")  # N5, N6
+WEIGHT_BLOCKS = {"1x16": 1, "16x16": 16}  # name -> Recipe.weight_block (N1.4)
+PRESET_SCALE_BOUNDS = (256, 448)  # four_over_six() and nvfp4() (torchao's e4m3_scale_bound)
 
 # Standard NVFP4 gradient arithmetic (N4): bound 448, rule all6.
 GRAD_SCALE_BOUND = 448.0
 GRAD_RULE = "all6"
+OPERANDS = ("activation", "weight", "gradient")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,7 +61,7 @@ class Recipe:
         if not (0.0 < float(self.scale_bound) <= 448.0):
             raise ValueError(f"Recipe.scale_bound must be in (0, 448], got {self.scale_bound!r}")
         object.__setattr__(self, "scale_bound", float(self.scale_bound))
-        if self.weight_block not in (1, 16) or isinstance(self.weight_block, bool):
+        if self.weight_block not in WEIGHT_BLOCKS.values() or isinstance(self.weight_block, bool):
             raise ValueError(f"Recipe.weight_block must be 1 or 16, got {self.weight_block!r}")
         if not isinstance(self.row_scaled_activation, bool):
             raise ValueError(
@@ -103,6 +109,31 @@ class Recipe:
     @property
     def stochastic(self) -> bool:
         return self.grad_rounding == "stochastic"
+
+    def quantize_kwargs(self, operand: str, sr_offset: int = 0) -> dict:
+        """The keyword arguments of ops.quantize / ops.quantize_experts that quantize `operand`
+        under this recipe: "activation" (1x16 4/6, N3), "weight" (4/6 with weight_block blocks,
+        N1.4) or "gradient" (N4: rule all6, bound 448, RNE (N5) or stochastic rounding (N6)
+        keyed by (seed, sr_offset))."""
+        if operand not in OPERANDS:
+            raise ValueError(f"operand must be one of {OPERANDS}, got {operand!r}")
+        if operand == "gradient":
+            return dict(
+                rule=GRAD_RULE,
+                scale_bound=GRAD_SCALE_BOUND,
+                block=1,
+                gradient=True,
+                stochastic=self.stochastic,
+                seed=self.seed,
+                offset=sr_offset,
+            )
+        block = self.weight_block if operand == "weight" else 1
+        return dict(rule=self.err_mode, scale_bound=self.scale_bound, block=block)
+
+    def gradient_gemm_bounds(self) -> dict:
+        """The global-scale bounds (a_bound, b_bound) of ops.gemm / ops.grouped_gemm_* for a
+        gradient GEMM (dgrad, wgrad): the N4 gradient against an operand of this recipe."""
+        return dict(a_bound=GRAD_SCALE_BOUND, b_bound=self.scale_bound)
 
     def replace(self, **kw) -> "Recipe":
         return dataclasses.replace(self, **kw)

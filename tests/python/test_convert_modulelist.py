@@ -20,7 +20,7 @@ from convert_helpers import (
     emulate_linears,
     rel_err,
 )
-from f46 import experts as f46_experts
+from f46.experts import routing as f46_routing
 from torch import nn
 
 RECIPE = f46.Recipe()
@@ -129,7 +129,7 @@ def test_conversion_is_grouped_and_keeps_the_router():
     assert (again.nvfp4_numel, again.matmul_numel) == (rep.nvfp4_numel, rep.matmul_numel)
     # one grouped GEMM per projection (gate, up, down) per layer; the expert MLPs never run
     calls = []
-    real, real_pair = f46_experts.grouped_mm, f46_experts.grouped_mm_pair
+    real, real_pair = f46_routing.grouped_mm, f46_routing.grouped_mm_pair
 
     def spy(*a, **k):
         calls.append(a[1].shape)
@@ -139,8 +139,8 @@ def test_conversion_is_grouped_and_keeps_the_router():
         calls.extend([a[1].shape, a[2].shape])
         return real_pair(*a, **k)
 
-    f46_experts.grouped_mm = spy
-    f46_experts.grouped_mm_pair = spy_pair
+    f46_routing.grouped_mm = spy
+    f46_routing.grouped_mm_pair = spy_pair
 
     def refuse(*_):
         raise AssertionError("an expert MLP ran on its own")
@@ -154,7 +154,7 @@ def test_conversion_is_grouped_and_keeps_the_router():
         with torch.no_grad():
             model(tokens())
     finally:
-        f46_experts.grouped_mm, f46_experts.grouped_mm_pair = real, real_pair
+        f46_routing.grouped_mm, f46_routing.grouped_mm_pair = real, real_pair
         for h in hooks:
             h.remove()
     assert calls == [(E, FFN, DIM), (E, FFN, DIM), (E, DIM, FFN)] * 2

@@ -3,6 +3,7 @@
 import dataclasses
 
 import f46
+import f46.torchao as T
 import pytest
 import torch
 from f46 import ops
@@ -111,11 +112,11 @@ def test_compat_bad_arguments():
     x = torch.randn(16, 64, dtype=torch.bfloat16)
     am = x.abs().amax().float()
     with pytest.raises(ValueError, match="block"):
-        f46.four_over_six_quantize(x, am, block="4x4")
+        T.four_over_six_quantize(x, am, block="4x4")
     with pytest.raises(ValueError, match="err_mode"):
-        f46.four_over_six_quantize(x, am, err_mode="l2")
+        T.four_over_six_quantize(x, am, err_mode="l2")
     with pytest.raises(ValueError, match="e4m3_scale_bound"):
-        f46.four_over_six_quantize(x, am, e4m3_scale_bound=1000)
+        T.four_over_six_quantize(x, am, e4m3_scale_bound=1000)
 
 
 def test_ops_reject_stochastic_with_error_rule():
@@ -126,23 +127,23 @@ def test_ops_reject_stochastic_with_error_rule():
 
 
 def test_compat_matches_core():
-    """The top-level torchao names are f46's core ops under torchao's layouts (bitwise)."""
+    """f46.torchao's names are f46's core ops under torchao's layouts (bitwise)."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(32, 64, generator=g).bfloat16()
     am = ops.amax(x)
-    codes, scales = f46.four_over_six_quantize(x, am[0], err_mode="mse", e4m3_scale_bound=448)
+    codes, scales = T.four_over_six_quantize(x, am[0], err_mode="mse", e4m3_scale_bound=448)
     c, s, _, _ = ops.quantize(x, am, rule="mse", scale_bound=448.0)
     assert torch.equal(codes, c) and torch.equal(scales.view(torch.uint8), s)
     assert scales.dtype == torch.float8_e4m3fn
-    deq = f46.four_over_six_dequantize(codes, scales, am[0], e4m3_scale_bound=448)
+    deq = T.four_over_six_dequantize(codes, scales, am[0], e4m3_scale_bound=448)
     assert torch.equal(deq, ops.dequantize(c, s, am, scale_bound=448.0))
     with torch.no_grad():
         x = torch.randn(128, 128, generator=g).bfloat16()
         w = (torch.randn(128, 128, generator=g) * 0.1).bfloat16()  # square: N == K
         r = f46.Recipe(weight_block=16)
-        assert torch.equal(f46.four_over_six_linear(x, w, None), f46.linear(x, w, None, r))
+        assert torch.equal(T.four_over_six_linear(x, w, None), f46.linear(x, w, None, r))
         a = torch.randn(40, 128, generator=g).bfloat16()
         b = (torch.randn(2, 128, 128, generator=g) * 0.1).bfloat16()  # (E, N, K), N == K
         offs = torch.tensor([13, 40], dtype=torch.int32)
-        y = f46.four_over_six_grouped_mm(a, b, offs, pad_token_groups_for_grouped_mm=True)
+        y = T.four_over_six_grouped_mm(a, b, offs, pad_token_groups_for_grouped_mm=True)
         assert torch.equal(y, f46.grouped_mm(a, b, offs, recipe=f46.Recipe(pad_token_groups=128)))

@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from f46 import ops
-from f46.grouped_bf16 import grouped_mm_k_bf16
+from f46.bf16_grouped_gemm import grouped_mm_k_bf16
 from f46.quantized import quantize_gradient, quantize_weight
 
 MODES = ["high_precision", "dequantized", "quantized"]

@@ -9,7 +9,6 @@ import re
 
 import pytest
 import torch
-
 from f46.integrations._swap import SwappedModule
 from f46.torchao import NVFP4FourOverSixLinear
 from f46.torchao.grouped_weight import FourOverSixGroupedWeight

@@ -1,5 +1,5 @@
 """ops.swiglu / ops.swiglu_backward (docs/numerics.md N13) and the fused SwiGLU experts
-(f46.grouped_swiglu): on CUDA bitwise PyTorch's `F.silu(a) * b` and its autograd; on the CPU
+(f46.experts.swiglu): on CUDA bitwise PyTorch's `F.silu(a) * b` and its autograd; on the CPU
 within one bf16 unit (the backend's exp); the amaxes bitwise ops.amax of the outputs; the fused
 experts bitwise the composition in every backward mode."""
 
@@ -8,10 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 from f46 import ops
-from f46.grouped_swiglu import _GroupedSwiGLU, swiglu_experts
+from f46.experts import grouped_mm_pair
+from f46.experts.swiglu import _GroupedSwiGLU, swiglu_experts
 from f46.functional import grouped_mm_amax
-from f46.grouped_pair import grouped_mm_pair
-from test_grouped_pair import RECIPES as PAIR_RECIPES
+from test_gate_up_pair import RECIPES as PAIR_RECIPES
 
 # Every grouped backward mode (row scaling excepted: the fused form needs group-scope amaxes).
 RECIPES = {k: v for k, v in PAIR_RECIPES.items() if k != "row_scaled_1x16"}

@@ -6,7 +6,6 @@ test_torchao_numerics.py."""
 import dataclasses
 import inspect
 
-import f46
 import f46.torchao as T
 import pytest
 import torch
@@ -206,24 +205,6 @@ def test_torchao_module_paths_and_all():
     }
     for name in T.__all__:
         assert hasattr(T, name)
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "four_over_six_quantize",
-        "four_over_six_dequantize",
-        "nvfp4_dequantize",
-        "four_over_six_mm",
-        "four_over_six_linear",
-        "four_over_six_grouped_mm",
-        "four_over_six_global_encode_scale",
-        "pad_token_groups",
-        "unpad_token_groups",
-    ],
-)
-def test_top_level_names_are_torchao_ones(name):
-    assert getattr(f46, name) is getattr(T, name)
 
 
 # ---- exception types -----------------------------------------------------------------------

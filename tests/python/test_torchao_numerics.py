@@ -180,15 +180,6 @@ def test_linear_square_weight_is_x_times_w_transposed(row_scaled, weight_block):
     close_to_bf16(y, ref)
     wrong = xd @ wd  # the weight read as (K, N)
     assert ((y.double() - wrong).norm() / wrong.norm()).item() > 0.5
-    assert torch.equal(
-        f46_top().four_over_six_linear(x, w, None), T.four_over_six_linear(x, w, None)
-    )
-
-
-def f46_top():
-    import f46
-
-    return f46
 
 
 def test_linear_3d_input_bias_and_module():

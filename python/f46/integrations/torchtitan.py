@@ -15,7 +15,7 @@ from typing import Optional
 
 from torch import nn
 
-from ..functional import grouped_mm
+from ..functional import grouped_mm, matmul_shape_problem
 from ..recipe import Recipe
 from ._swap import SwappedModule, swap_class
 
@@ -32,8 +32,6 @@ def is_grouped_experts(m: nn.Module) -> bool:
 
 
 def grouped_experts_problem(m: nn.Module, recipe: Recipe) -> Optional[str]:
-    from ..experts import matmul_shape_problem
-
     for name, w in expert_weights(m):
         problem = matmul_shape_problem(w.shape[1], w.shape[2], recipe, grouped=True, dtype=w.dtype)
         if problem is not None:

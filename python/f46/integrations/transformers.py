@@ -4,12 +4,12 @@ transformers 5.x keeps each MoE layer's experts as fused 3-D parameters (`gate_u
 (E, 2F, D) or `up_proj`, `down_proj` (E, D, F), transposed when `is_transposed`, optional
 `*_bias` (E, N)) in a class decorated with `use_experts_implementation`, whose forward
 dispatches on `config._experts_implementation` through transformers' `ExpertsInterface`.
-f46 registers `experts_forward` there as "f46" (so `model.set_experts_implementation("f46")`
-works once f46.integrations.transformers is imported), and convert_model swaps each converted
-experts module to a subclass whose forward is that function, so only the modules it converts
-change and the shared config is left alone. The model's own gating (`_apply_gate`, e.g.
-gpt-oss's clamped interleaved SwiGLU) and activation run between the two GEMMs; biases are
-added in the GEMM epilogue.
+register_experts_implementation() (convert_model calls it; importing this module does not)
+registers `experts_forward` there as "f46", so `model.set_experts_implementation("f46")` works,
+and convert_model swaps each converted experts module to a subclass whose forward is that
+function, so only the modules it converts change and the shared config is left alone. The
+model's own gating (`_apply_gate`, e.g. gpt-oss's clamped interleaved SwiGLU) and activation run
+between the two GEMMs; biases are added in the GEMM epilogue.
 
 transformers 4.x kept experts as an nn.ModuleList of MLPs (w1/w3/w2 or gate_proj/up_proj/
 down_proj) looped over in the MoE block. convert_model swaps such a block (softmax top-k
@@ -27,7 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..experts import matmul_shape_problem, routed_mlp
+from ..experts import routed_mlp
+from ..functional import matmul_shape_problem
 from ..recipe import Recipe
 from ._swap import SwappedModule, swap_class
 

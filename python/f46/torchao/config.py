@@ -9,25 +9,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
+from ._common import check_knobs
+
 __all__ = ["NVFP4FourOverSixTrainingOpConfig"]
-
-
-def _check_four_over_six_knobs(
-    err_mode,
-    e4m3_scale_bound,
-    backward_override,
-    weight_block,
-    overrides=(None, "quantized", "high_precision", "dequantized"),
-):
-    if err_mode not in ("mae", "mse"):
-        raise ValueError(f"err_mode must be 'mae' or 'mse', got {err_mode!r}")
-    if e4m3_scale_bound not in (256, 448):
-        raise ValueError(f"e4m3_scale_bound must be 256 or 448, got {e4m3_scale_bound!r}")
-    if backward_override not in overrides:
-        names = ", ".join(repr(o) for o in overrides)
-        raise ValueError(f"backward_override must be one of {names}, got {backward_override!r}")
-    if weight_block not in ("1x16", "16x16"):
-        raise ValueError(f"weight_block must be '1x16' or '16x16', got {weight_block!r}")
 
 
 @dataclasses.dataclass(eq=True, unsafe_hash=True)
@@ -43,6 +27,4 @@ class NVFP4FourOverSixTrainingOpConfig:
     pad_token_groups_for_grouped_mm: bool = False
 
     def __post_init__(self):
-        _check_four_over_six_knobs(
-            self.err_mode, self.e4m3_scale_bound, self.backward_override, self.weight_block
-        )
+        check_knobs(self.err_mode, self.e4m3_scale_bound, self.backward_override, self.weight_block)

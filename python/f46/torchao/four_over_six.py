@@ -31,15 +31,12 @@ import torch.nn.functional as F
 from .. import ops
 from ..functional import _linear_gemm, _quantize_x
 from ..quantized import quantize_gradient, quantize_weight, round_up
-from ..recipe import GRAD_SCALE_BOUND, Recipe
+from ._common import check_backward_override, check_block, check_bound, check_err_mode, knob_recipe
 
 BF16 = torch.bfloat16
 FP4_E2M1_MAX = 6.0
 FP8_E4M3_MAX = 448.0
 _FP32_MAX = torch.finfo(torch.float32).max
-
-_BLOCKS = {"1x16": 1, "16x16": 16}
-_OVERRIDES = ("quantized", "high_precision", "dequantized")
 
 __all__ = [
     "four_over_six_global_encode_scale",
@@ -52,23 +49,7 @@ __all__ = [
 ]
 
 
-# ---- argument checks (torchao's rules, ValueError) ---------------------------------------
-def _check_block(block) -> int:
-    if block not in _BLOCKS:
-        raise ValueError(f"block must be '1x16' or '16x16', got {block!r}")
-    return _BLOCKS[block]
-
-
-def _check_err_mode(err_mode) -> None:
-    if err_mode not in ("mae", "mse"):
-        raise ValueError(f"err_mode must be 'mae' or 'mse', got {err_mode!r}")
-
-
-def _check_bound(e4m3_scale_bound) -> None:
-    if e4m3_scale_bound not in (256, 448):
-        raise ValueError(f"e4m3_scale_bound must be 256 or 448, got {e4m3_scale_bound!r}")
-
-
+# ---- argument checks (torchao's rules, ValueError): f46.torchao._common -------------------
 def _amax_scope(global_amax: torch.Tensor, rows: int) -> str:
     """'row' for a (rows,) vector, 'tensor' for one element (torchao's rule), else ValueError."""
     if not isinstance(global_amax, torch.Tensor):
@@ -120,9 +101,9 @@ def four_over_six_quantize(
     Returns (codes (R, C/2) uint8, element 2i in the low nibble; scales (R, C/16)
     float8_e4m3fn), bitwise torchao's (and TransformerEngine's).
     """
-    blk = _check_block(block)
-    _check_err_mode(err_mode)
-    _check_bound(e4m3_scale_bound)
+    blk = check_block(block)
+    check_err_mode(err_mode)
+    check_bound(e4m3_scale_bound)
     if x.dim() != 2:
         raise ValueError(f"x must be 2D, got {x.dim()}D")
     rows, cols = x.shape
@@ -154,7 +135,7 @@ def nvfp4_dequantize(
 ) -> torch.Tensor:
     """Standard NVFP4 decode (N8): codes (R, C/2) uint8, scales (R, C/16) float8_e4m3fn, the
     scalar or (R,) amax they were made with -> (R, C) in out_dtype."""
-    _check_bound(e4m3_scale_bound)
+    check_bound(e4m3_scale_bound)
     if codes.dim() != 2:
         raise ValueError(f"codes must be 2-D (R, C/2), got shape {tuple(codes.shape)}")
     rows, cols = codes.shape[0], codes.shape[1] * 2
@@ -305,27 +286,21 @@ class four_over_six_mm(torch.autograd.Function):
             )
         if backward_override is None:
             backward_override = "high_precision" if row_scaled_activation else "quantized"
-        if backward_override not in _OVERRIDES:
-            raise ValueError(
-                "backward_override must be 'quantized', 'high_precision', or 'dequantized', "
-                f"got {backward_override!r}"
-            )
+        check_backward_override(
+            backward_override, "'quantized', 'high_precision', or 'dequantized'"
+        )
         if backward_override == "quantized" and row_scaled_activation:
             raise ValueError(
                 "row-scaled four-over-six has no quantized backward; use 'high_precision' or "
                 "'dequantized'"
             )
-        blk = _check_block(weight_block)
-        _check_err_mode(err_mode)
-        _check_bound(e4m3_scale_bound)
+        check_block(weight_block)
+        check_err_mode(err_mode)
+        check_bound(e4m3_scale_bound)
         if bias is not None and tuple(bias.shape) != (n,):
             raise ValueError(f"bias must have shape ({n},), got {tuple(bias.shape)}")
-        recipe = Recipe(
-            err_mode=err_mode,
-            scale_bound=float(e4m3_scale_bound),
-            weight_block=blk,
-            row_scaled_activation=bool(row_scaled_activation),
-            backward_override=backward_override,
+        recipe = knob_recipe(
+            err_mode, e4m3_scale_bound, weight_block, row_scaled_activation, backward_override
         )
         x2 = input_hp.to(torch.bfloat16).reshape(-1, k).contiguous()
         w = weight_hp.to(torch.bfloat16)
@@ -367,7 +342,7 @@ class four_over_six_mm(torch.autograd.Function):
             gp = F.pad(g, (0, 0, 0, round_up(m, 16) - m))  # (Mp, N): whole 16-token blocks
             g_amax = ops.amax(gp)
             gc, gs, gct, gst = quantize_gradient(gp, g_amax, recipe, 0, columnwise=True)
-            kw = dict(a_bound=GRAD_SCALE_BOUND, b_bound=bound, out_dtype=BF16)
+            kw = dict(**recipe.gradient_gemm_bounds(), out_dtype=BF16)
             dx = ops.gemm(gc[:m], gs[:m], g_amax, wct, wst, w_amax, **kw)  # (M, K)
             dw = ops.gemm(gct, gst, g_amax, ct, st, amax_t, **kw)  # (N, K)
         dx = dx.reshape(ctx.input_shape)

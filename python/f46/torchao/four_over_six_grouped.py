@@ -26,17 +26,16 @@ import torch
 
 from .. import functional as f46_functional
 from ..quantized import QuantizedWeight, quantize_weight
-from ..recipe import Recipe
-from .four_over_six import (
-    _check_block,
-    _check_bound,
-    _check_err_mode,
-    _global_decode_scale,
+from ._common import (
+    check_backward_override,
+    check_block,
+    conditional_nostrict_trace,
+    knob_recipe,
+    to_blocked,
 )
-from .utils import conditional_nostrict_trace, to_blocked
+from .four_over_six import _global_decode_scale
 
 _ALIGNMENT = 128
-_OVERRIDES = ("high_precision", "dequantized", "quantized")
 
 __all__ = [
     "FourOverSixQuantizedExperts",
@@ -58,19 +57,6 @@ def _check_offs(offs, num_experts: int) -> None:
 def _check_kn(K: int, N: int) -> None:
     if K % _ALIGNMENT != 0 or N % _ALIGNMENT != 0:
         raise ValueError(f"K and N must be divisible by {_ALIGNMENT}; got K={K}, N={N}")
-
-
-def _recipe(err_mode, e4m3_scale_bound, weight_block, row_scaled, backward_override):
-    blk = _check_block(weight_block)
-    _check_err_mode(err_mode)
-    _check_bound(e4m3_scale_bound)
-    return Recipe(
-        err_mode=err_mode,
-        scale_bound=float(e4m3_scale_bound),
-        weight_block=blk,
-        row_scaled_activation=bool(row_scaled),
-        backward_override=backward_override,
-    )
 
 
 @conditional_nostrict_trace
@@ -97,11 +83,9 @@ def four_over_six_grouped_mm(
     _check_offs(offs, num_experts)
     if backward_override is None:
         backward_override = "high_precision"
-    if backward_override not in _OVERRIDES:
-        raise ValueError(
-            "backward_override must be 'high_precision', 'dequantized' or (f46) 'quantized', "
-            f"got {backward_override!r}"
-        )
+    check_backward_override(
+        backward_override, "'high_precision', 'dequantized' or (f46) 'quantized'"
+    )
     if A.shape[1] != K:
         raise ValueError(
             f"B must be (E, N, K) with K={A.shape[1]} (A's last dim), got shape {tuple(B.shape)}"
@@ -113,7 +97,7 @@ def four_over_six_grouped_mm(
             "row-scaled four-over-six has no quantized backward; use 'high_precision' or "
             "'dequantized'"
         )
-    recipe = _recipe(
+    recipe = knob_recipe(
         err_mode, e4m3_scale_bound, weight_block, row_scaled_activation, backward_override
     )
     # pad_token_groups_for_grouped_mm: f46 takes groups of any size, and the zero padding
@@ -151,7 +135,7 @@ def _blocked_expert_scales(w_scales: torch.Tensor) -> torch.Tensor:
 
 def _quantize_expert_weights(weight, weight_amax, weight_block, err_mode, e4m3_scale_bound):
     """Per-expert 4/6 quantization of a stacked (E, N, K) weight -> (codes, float8 scales)."""
-    r = _recipe(err_mode, e4m3_scale_bound, weight_block, False, None)
+    r = knob_recipe(err_mode, e4m3_scale_bound, weight_block, False, None)
     qw = quantize_weight(weight.to(torch.bfloat16).contiguous(), r)
     return qw.codes, qw.scales.view(torch.float8_e4m3fn)
 
@@ -170,7 +154,7 @@ def four_over_six_quantize_expert_weights(
     with torch.no_grad():
         _, N, K = weight.shape
         _check_kn(K, N)
-        r = _recipe(err_mode, e4m3_scale_bound, weight_block, False, None)
+        r = knob_recipe(err_mode, e4m3_scale_bound, weight_block, False, None)
         qw = quantize_weight(weight.detach().to(torch.bfloat16).contiguous(), r)
         scales = qw.scales.view(torch.float8_e4m3fn)
         return FourOverSixQuantizedExperts(
@@ -211,8 +195,8 @@ def four_over_six_grouped_mm_prequantized(
             f"A and the quantized weight disagree on K: A has K={K}, the weight codes pack "
             f"K={2 * quantized_weight.codes.shape[-1]}"
         )
-    qw_block = _check_block(quantized_weight.weight_block)
-    r = _recipe(
+    qw_block = check_block(quantized_weight.weight_block)
+    r = knob_recipe(
         quantized_weight.err_mode,
         quantized_weight.e4m3_scale_bound,
         quantized_weight.weight_block,

@@ -16,7 +16,7 @@ from typing import Callable, Optional
 
 import torch.nn as nn
 
-from .config import _check_four_over_six_knobs
+from ._common import check_knobs
 from .four_over_six import NVFP4FourOverSixLinear
 from .utils import KernelPreference
 
@@ -65,7 +65,7 @@ class NVFP4TrainingConfig:
         if self.recipe == "default":
             others, this = _FOUR_OVER_SIX_FIELDS, "four_over_six"
         else:
-            _check_four_over_six_knobs(
+            check_knobs(
                 self.err_mode, self.e4m3_scale_bound, self.backward_override, self.weight_block
             )
             others, this = _DEFAULT_RECIPE_FIELDS, "default"

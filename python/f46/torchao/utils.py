@@ -1,5 +1,6 @@
 """torchao.prototype.moe_training.utils names over f46: token-group padding and the grouped
-GEMM dispatcher for the four-over-six op config.
+GEMM dispatcher for the four-over-six op config (to_blocked and conditional_nostrict_trace, from
+f46.torchao._common, keep their torchao path here too).
 
 pad_token_groups / unpad_token_groups keep torchao's arguments and returns:
     pad_token_groups(input_act (M, K), group_end_offsets (E) int32, alignment_size=32,
@@ -21,6 +22,9 @@ import torch
 import torch.nn.functional as F
 
 from .. import functional as f46_functional
+from . import four_over_six_grouped
+from ._common import conditional_nostrict_trace, to_blocked
+from .config import NVFP4FourOverSixTrainingOpConfig
 
 
 class KernelPreference(str, enum.Enum):
@@ -34,12 +38,6 @@ class KernelPreference(str, enum.Enum):
     EMULATED = "emulated"
     TRITON = "triton"
     CUTEDSL = "cutedsl"
-
-
-def conditional_nostrict_trace(fn):
-    """torchao decorates its grouped op with torch._dynamo.nonstrict_trace; f46's ops are opaque
-    custom ops that torch.compile traces as they are, so the function is returned unchanged."""
-    return fn
 
 
 def _check_offsets(group_end_offsets: torch.Tensor) -> None:
@@ -110,21 +108,6 @@ def unpad_token_groups(
     )
 
 
-def to_blocked(input_matrix: torch.Tensor) -> torch.Tensor:
-    """The 128x4 "swizzled" scale layout Blackwell block-scaled GEMMs read (SPEC N1.3's
-    converter): input (R, C) -> flat (round_up(R, 128) * round_up(C, 4)), each 128x4 tile
-    stored as 32 rows of [4 row-groups x 4 columns]. f46's own layout stays linear."""
-    rows, cols = input_matrix.shape
-    rb, cb = (rows + 127) // 128, (cols + 3) // 4
-    padded = input_matrix
-    if (rb * 128, cb * 4) != (rows, cols):
-        padded = torch.zeros(rb * 128, cb * 4, dtype=input_matrix.dtype, device=input_matrix.device)
-        padded[:rows, :cols] = input_matrix
-    tiles = padded.view(rb, 128, cb, 4).permute(0, 2, 1, 3)  # (rb, cb, 128, 4)
-    tiles = tiles.reshape(-1, 4, 32, 4).transpose(1, 2)  # (tiles, 32, 4 row-groups, 4)
-    return tiles.reshape(-1, 32, 16).flatten()
-
-
 def _quantize_then_scaled_grouped_mm(
     A: torch.Tensor,
     B_t: torch.Tensor,
@@ -137,9 +120,6 @@ def _quantize_then_scaled_grouped_mm(
     B_t is the (E, K, N) transposed view of the stored (E, N, K) expert weights. A may be
     over-allocated past offs[-1]; those rows come back as zeros with zero gradients.
     """
-    from .config import NVFP4FourOverSixTrainingOpConfig
-    from .four_over_six_grouped import four_over_six_grouped_mm
-
     if not isinstance(config, NVFP4FourOverSixTrainingOpConfig):
         raise ValueError(f"Unsupported config type: {type(config)}")
     if offs is None:
@@ -148,7 +128,7 @@ def _quantize_then_scaled_grouped_mm(
         raise ValueError(f"B_t must be 3-D (E, K, N), got shape {tuple(B_t.shape)}")
     # f46's grouped op zero-fills rows past offs[-1] and keeps them out of every group amax,
     # so no host read of offs[-1] is needed here.
-    return four_over_six_grouped_mm(
+    return four_over_six_grouped.four_over_six_grouped_mm(
         A,
         B_t.transpose(-2, -1),
         offs,

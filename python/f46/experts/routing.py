@@ -1,5 +1,5 @@
-"""Routed experts on f46.grouped_mm: token grouping and the two-GEMM expert MLP that the
-transformers and torchtitan adapters (f46.integrations) share.
+"""Routed experts on f46.grouped_mm: token grouping and the two-GEMM expert MLP of the
+transformers adapters (f46.integrations.transformers).
 
 Tokens routed to experts are grouped by a stable sort of their expert ids; the group ends
 (offsets) come from a searchsorted on device, so nothing here synchronises with the host.
@@ -11,39 +11,9 @@ from typing import Callable, Optional, Sequence, Union
 
 import torch
 
-from .functional import grouped_mm
-from .grouped_pair import grouped_mm_pair
-from .recipe import Recipe
-
-
-def autocast_dtype(x: torch.Tensor) -> torch.dtype:
-    """The dtype nn.Linear computes in for input x: the autocast dtype of x's device type when
-    autocast is on there, else x.dtype."""
-    dev = x.device.type
-    if torch.is_autocast_enabled(dev):
-        return torch.get_autocast_dtype(dev)
-    return x.dtype
-
-
-_WEIGHT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-
-
-def matmul_shape_problem(
-    n: int, k: int, recipe: Recipe, grouped: bool = False, dtype: Optional[torch.dtype] = None
-) -> Optional[str]:
-    """Why a weight (N, K) (per expert when grouped) of `dtype` cannot be an NVFP4 GEMM operand
-    under `recipe`, or None when it can (the checks of f46.linear / f46.grouped_mm, made up
-    front)."""
-    if dtype is not None and dtype not in _WEIGHT_DTYPES:
-        return f"weight dtype {dtype} is not bfloat16, float16 or float32"
-    if k % 16 != 0:
-        return f"in_features K={k} is not a multiple of 16 (NVFP4 1x16 blocks)"
-    if recipe.weight_block == 16 and n % 16 != 0:
-        return f"out_features N={n} is not a multiple of 16 (16x16 weight blocks)"
-    backward = recipe.grouped_backward() if grouped else recipe.dense_backward()
-    if backward == "quantized" and n % 16 != 0:
-        return f"out_features N={n} is not a multiple of 16 (quantized backward)"
-    return None
+from ..functional import autocast_dtype, grouped_mm
+from ..recipe import Recipe
+from .gate_up_pair import grouped_mm_pair
 
 
 def group_by_expert(expert_ids: torch.Tensor, num_experts: int):

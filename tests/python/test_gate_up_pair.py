@@ -1,4 +1,4 @@
-"""f46.grouped_pair.grouped_mm_pair (the SwiGLU experts' gate and up GEMMs with A quantized
+"""f46.experts.grouped_mm_pair (the SwiGLU experts' gate and up GEMMs with A quantized
 once) against two f46.grouped_mm calls: outputs and every gradient bitwise, in every backward
 mode, with stochastic rounding and the wgrad RHT, and through F46GroupedExperts."""
 
@@ -6,7 +6,7 @@ import f46
 import pytest
 import torch
 import torch.nn.functional as F
-from f46.grouped_pair import grouped_mm_pair
+from f46.experts import grouped_mm_pair
 
 RECIPES = {
     "quantized": f46.Recipe(backward_override="quantized"),
@@ -89,7 +89,7 @@ def test_pair_rejects_what_grouped_mm_rejects(device):
 def test_experts_layer_uses_pair_bitwise(device, monkeypatch):
     """F46GroupedExperts forward + backward goes through the shared-A Function and equals the
     layer written with two grouped_mm calls for the gate and up projections."""
-    import f46.grouped_pair as gp
+    import f46.experts.gate_up_pair as gp
 
     calls = []
     real_apply = gp._GroupedMMPair.apply

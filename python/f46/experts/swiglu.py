@@ -1,5 +1,5 @@
 """The routed SwiGLU experts' computation, out = (silu(x W1[g]^T) * (x W3[g]^T)) W2[g]^T, with
-the gate/up pair (grouped_pair) and the SwiGLU in one autograd Function on ops.swiglu.
+the gate/up pair (gate_up_pair) and the SwiGLU in one autograd Function on ops.swiglu.
 
 ops.swiglu repeats PyTorch's CUDA arithmetic of `F.silu(h1) * h3` and its autograd (N13) and
 writes the per-group amaxes of its outputs on the way: h's for the down projection's
@@ -17,11 +17,12 @@ from typing import Union
 import torch
 import torch.nn.functional as F
 
-from . import ops
-from .functional import _check_grouped, _needs_grad, grouped_mm, grouped_mm_amax
-from .grouped_pair import grouped_mm_pair, pair_applies, pair_backward, pair_forward
-from .quantized import QuantizedWeight, next_sr_offset
-from .recipe import Recipe
+from .. import ops
+from ..functional import _check_grouped, _needs_grad, grouped_mm, grouped_mm_amax
+from ..quantized import QuantizedWeight, next_sr_offset
+from ..recipe import Recipe
+from .gate_up_pair import grouped_mm_pair, pair_applies, pair_backward, pair_forward
+
 
 class _GroupedSwiGLU(torch.autograd.Function):
     @staticmethod

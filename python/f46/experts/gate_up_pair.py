@@ -5,7 +5,7 @@ Both GEMMs read the same quantized A, so its amax, its 1x16 quantization and (qu
 backward) its padded columnwise copy for the wgrads are computed once instead of twice; the
 dequantized backward dequantizes A once. Everything else is what two f46.grouped_mm calls do,
 in the same order (stochastic-rounding offsets included), so the results and every gradient are
-bitwise those of the two calls (tests/python/test_grouped_pair.py); dA = dA1 + dA3 is the sum
+bitwise those of the two calls (tests/python/test_gate_up_pair.py); dA = dA1 + dA3 is the sum
 autograd forms for the two calls.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from .functional import (
+from ..functional import (
     _check_grouped,
     _dequantized_a,
     _dequantized_b,
@@ -25,8 +25,8 @@ from .functional import (
     _x_columnwise,
     grouped_mm,
 )
-from .quantized import cached_weight, next_sr_offset
-from .recipe import Recipe
+from ..quantized import cached_weight, next_sr_offset
+from ..recipe import Recipe
 
 
 def _sum(x, y):
