@@ -238,8 +238,19 @@ def profile_and_sweep(gen) -> None:
 
     def call(swizzle=0, raster="m"):
         return torch.ops.f46.gemm(
-            qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], am, 256.0, None, torch.bfloat16,
-            max_swizzle=swizzle, raster=raster,
+            qa[0],
+            qa[1],
+            am,
+            "tensor",
+            256.0,
+            qb[0],
+            qb[1],
+            am,
+            256.0,
+            None,
+            torch.bfloat16,
+            max_swizzle=swizzle,
+            raster=raster,
         )
 
     def call_row():
@@ -307,7 +318,17 @@ def bench_plans(gen) -> list[str]:
 
             def call(i, plan="auto"):
                 torch.ops.f46.gemm(
-                    qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], bm, 256.0, None, torch.bfloat16,
+                    qa[0],
+                    qa[1],
+                    am,
+                    "tensor",
+                    256.0,
+                    qb[0],
+                    qb[1],
+                    bm,
+                    256.0,
+                    None,
+                    torch.bfloat16,
                     plan=plan,
                 )
 
@@ -321,8 +342,20 @@ def bench_plans(gen) -> list[str]:
 
             def call(i, plan="auto"):
                 torch.ops.f46.grouped_gemm_m(
-                    qa[0], qa[1], am, "group", 256.0, qb[0], qb[1], bm, "group", 256.0, offs,
-                    None, torch.bfloat16, plan=plan,
+                    qa[0],
+                    qa[1],
+                    am,
+                    "group",
+                    256.0,
+                    qb[0],
+                    qb[1],
+                    bm,
+                    "group",
+                    256.0,
+                    offs,
+                    None,
+                    torch.bfloat16,
+                    plan=plan,
                 )
 
             t_bf16 = median_us(lambda i: torch._grouped_mm(xa, xb.transpose(-2, -1), offs=offs), 1)

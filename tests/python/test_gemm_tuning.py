@@ -45,7 +45,10 @@ def test_tuning_changes_no_bit(device, tuning):
     "bad, message",
     [
         ({"plan": "c"}, r"grouped_gemm_m: `plan` must be 'auto', 'a' or 'b', got 'c'"),
-        ({"max_swizzle": 3}, r"grouped_gemm_m: `max_swizzle` must be 0 \(default\), 1, 2, 4 or 8, got 3"),
+        (
+            {"max_swizzle": 3},
+            r"grouped_gemm_m: `max_swizzle` must be 0 \(default\), 1, 2, 4 or 8, got 3",
+        ),
         ({"raster": "k"}, r"grouped_gemm_m: `raster` must be 'm' or 'n', got 'k'"),
     ],
 )

@@ -159,8 +159,10 @@ def test_cuda_experts_fused_equals_composition(name):
     x, w1, w2, w3, dy, offs = experts("cuda", sizes=(40, 0, 77, 130, 9), d=128, f=96)
     results = []
     for fused in (True, False):
-        results.append(run(lambda *t: swiglu_experts(*t[:1], t[1], t[2], t[3], offs, r, fused),
-                           x, w1, w2, w3, dy))
+        results.append(
+            run(lambda *t, f=fused: swiglu_experts(*t[:1], t[1], t[2], t[3], offs, r, f),
+                x, w1, w2, w3, dy)  # fmt: skip
+        )
     for got, want, what in zip(*results, ("out", "dx", "dw1", "dw2", "dw3")):
         assert_bitwise(got, want, f"{name} {what}")
     m = f46.F46GroupedExperts.from_bf16(w1, w2, w3, recipe=r)
