@@ -113,7 +113,7 @@ PRESETS = {
         backward="nvfp4",
     ),
 }
-# GPU, in parts (README, "The demo on a GPU"): a run long enough to leave the loss drop behind
+# GPU, in parts (docs/demo.md, "Presets"): a run long enough to leave the loss drop behind
 # does not fit one device command for every seed, so each part runs one seed of every mode
 # (`--preset long --seed k --seeds 1`), the first calibrating the steps to its budget, the
 # others repeating them (`--steps N`); `python -m f46.demo.merge` joins them.
