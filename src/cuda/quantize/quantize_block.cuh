@@ -1,7 +1,7 @@
 // Quantization of one 16-element block (or one row of a 16x16 tile, cooperating with the 15
 // other rows of its tile in the same 16-lane half-warp), bitwise equal to the CPU reference
 // (tests/cpp/cuda/test_cuda_quantize*.cpp). The fast path, per element and candidate:
-//   v = |x| * (inv 2^-6); g = round_to_grid_s(v) (grid_math.h, 3 instructions, no clamp), the
+//   v = |x| * (inv 2^-6); g = round_to_grid_s(v) (grid_rounding.h, 3 instructions, no clamp), the
 // grid value in units of 2^-6, whose E4M3 byte is 4 * its E2M1 code: one conversion per two
 // elements gives the codes of each candidate; the chosen candidate's are kept and the signs
 // come from x (nibble bit 3). K below is scaled by 64 to match g; the bounds use K.
@@ -10,7 +10,7 @@
 // candidate only matters through the comparison err4 < err6 (N3.5). Each candidate's error is
 // first computed with d' = RN(g * K - |x|) (one FMA; K = RN(RN(sf * A) / (6 bound)) is the value
 // of grid point 1, while the reference rounds val = RN(RN(g * sf * A) / (6 bound)) first; the
-// error uses |x| because |val - x| is symmetric in the sign). grid_math.h bounds
+// error uses |x| because |val - x| is symmetric in the sign). grid_rounding.h bounds
 // |exact - approximate| by B (per rule); when |e4' - e6'| > B4 + B6 the exact errors compare
 // the same way and cannot tie, so the decision is exact. Otherwise (rare: near-ties, constructed
 // data) the exact errors are computed from the same g: with g = 2^e * m (m = 1 or 1.5),
@@ -18,15 +18,15 @@
 // intermediate is normal and finite, which the fast-path condition guarantees:
 //   C1: RN(b * inv) < 7 for the block amax b (so every v < 7, no NaN, no Inf, inv finite);
 //   C2: sf * A = 0 with A finite, or RN(sf * A) in [2^-100, 2^118].
-// Blocks failing C1/C2 take the reference path (block_math.cuh).
+// Blocks failing C1/C2 take the reference path (block_reference.cuh).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
 #include "common/numerics.h"
-#include "cuda/quantize/block_math.cuh"
-#include "cuda/quantize/grid_math.h"
+#include "cuda/quantize/block_reference.cuh"
+#include "cuda/quantize/grid_rounding.h"
 #include "cuda/quantize/quantize_params.h"
 
 namespace f46::cuda {
@@ -178,7 +178,7 @@ template <QuantMode M>
 float tile_error_tree(float e, unsigned half_mask);  // tiles: device only (never defined here)
 #endif
 
-// Scaled grid values (grid_math.h round_to_grid_s) of |x| * inv, inv_s = inv * 2^-6.
+// Scaled grid values (grid_rounding.h round_to_grid_s) of |x| * inv, inv_s = inv * 2^-6.
 F46_HD void grid_values_s(const float (&x)[16], float inv_s, float (&g)[16]) {
 #pragma unroll
   for (int i = 0; i < 16; ++i) g[i] = grid::round_to_grid_s(num::mul(fabsf(x[i]), inv_s));

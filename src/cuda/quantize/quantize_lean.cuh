@@ -3,7 +3,7 @@
 // nearest (the training activations and weights). Same arithmetic and the same results as
 // quantize_rows_kernel (quantize_block.cuh), fewer instructions per block (the general rows
 // kernel spends as many instructions around a block's element work as in it; docs/design.md).
-// The block function, lean_block, is in lean_block.cuh:
+// The block function, lean_block, is in lean_bf16_block.cuh:
 //   - one shared table entry per scale byte (LeanEntry) holds inv * 2^-6, K * 64, the bound's K
 //     term and the fast-path limit on the block amax (grid::fast_limit), so a candidate costs
 //     one 16-byte shared load and no per-block multiplies or condition chains;
@@ -30,10 +30,10 @@
 #include <cstdint>
 
 #include "common/numerics.h"
-#include "cuda/quantize/grid_math.h"
-#include "cuda/quantize/lean_block.cuh"
+#include "cuda/quantize/grid_rounding.h"
+#include "cuda/quantize/lean_bf16_block.cuh"
 #include "cuda/quantize/quantize_block.cuh"
-#include "cuda/quantize/quantize_kernel_parts.cuh"
+#include "cuda/quantize/block_io.cuh"
 #include "cuda/quantize/quantize_params.h"
 
 namespace f46::cuda {

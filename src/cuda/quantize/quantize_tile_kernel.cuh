@@ -34,7 +34,7 @@
 #include "cuda/common/group_offsets.cuh"
 #include "cuda/common/tensor_io.cuh"
 #include "cuda/quantize/quantize_block.cuh"
-#include "cuda/quantize/quantize_kernel_parts.cuh"
+#include "cuda/quantize/block_io.cuh"
 #include "cuda/quantize/quantize_params.h"
 
 namespace f46::cuda {

@@ -1,7 +1,7 @@
 // CUDA dequantize (N8) vs the CPU reference, bitwise: every code and scale byte (NaN scales 0x7F
 // and 0xFF, E4M3 sub-normals), global amaxes that make the decode factor zero, tiny (fp32 and
 // fp16 sub-normal outputs), huge (fp16 overflow), Inf or NaN, tensor/row/group scopes, the three
-// output dtypes, and padded rows of codes and outputs (src/cuda/quantize/dequantize_kernels.cuh:
+// output dtypes, and padded rows of codes and outputs (src/cuda/dequantize/dequantize_kernels.cuh:
 // the linear path for dense per-tensor operands, the hardware-conversion fast path for finite
 // decode factors, the reference formula element by element otherwise). NaN outputs are compared
 // as NaN (docs/numerics.md N8), everything else byte for byte.

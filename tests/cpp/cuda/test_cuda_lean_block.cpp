@@ -1,4 +1,4 @@
-// lean_block (src/cuda/quantize/lean_block.cuh), the 1x16 block function of the lean bf16
+// lean_block (src/cuda/quantize/lean_bf16_block.cuh), the 1x16 block function of the lean bf16
 // kernels (rowwise, row+col, 16x16 quad), run on the CPU. It is the same source that the kernels
 // compile, with host forms of its three PTX instructions. It is compared bytewise with the CPU
 // reference (f46::quantize on the host, docs/numerics.md) for every mode, so CI checks the lean
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/numerics.h"
-#include "cuda/quantize/lean_block.cuh"
+#include "cuda/quantize/lean_bf16_block.cuh"
 #include "test_helpers.h"
 #include "test_quantize_util.h"
 

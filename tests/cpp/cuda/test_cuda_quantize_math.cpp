@@ -1,4 +1,4 @@
-// The exact rewrites of the CUDA quantizer's fast path (src/cuda/quantize/grid_math.h), checked
+// The exact rewrites of the CUDA quantizer's fast path (src/cuda/quantize/grid_rounding.h), checked
 // on the host against the reference formulas of common/numerics.h (no GPU needed): E2M1
 // rounding by a max and two FMAs, the stochastic-rounding floor, the Markstein divisions, the exact
 // 4/6 error from grid values, and the bound on the approximate error that decides 4/6.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/numerics.h"
-#include "cuda/quantize/grid_math.h"
+#include "cuda/quantize/grid_rounding.h"
 #include "test_helpers.h"
 
 namespace f46::test {

@@ -10,7 +10,7 @@
 #include "common/numerics.h"
 #include "cuda/common/group_offsets.cuh"
 #include "cuda/common/tensor_io.cuh"
-#include "cuda/quantize/quantize_kernel_parts.cuh"
+#include "cuda/quantize/block_io.cuh"
 
 namespace f46::cuda {
 
@@ -66,7 +66,7 @@ __device__ __forceinline__ UnitPos unit_pos(int64_t u, int64_t units_per_row, bo
 // For a finite decode factor d with |d| < 2^122 (dequant_fast_ok), N8's RN(q * d) for an E2M1
 // value q equals RN((q 2^-6) * (d 2^6)): the same real product, d 2^6 exact and finite, and
 // q 2^-6 is the E4M3 number whose byte is 4 * (magnitude code) | sign << 7 (the scaled grid
-// values of grid_math.h). So one cvt.rn.f16x2.e4m3x2 decodes two codes exactly, a conversion to
+// values of grid_rounding.h). So one cvt.rn.f16x2.e4m3x2 decodes two codes exactly, a conversion to
 // float and one multiply give the FP32 product, and the hardware round-to-nearest-even
 // conversions to bf16/fp16 equal bf16_bits_rne/f16_bits_rne for every finite float (NaN, the only
 // difference, cannot arise: q and d finite). Other factors (NaN, Inf, huge) take the reference

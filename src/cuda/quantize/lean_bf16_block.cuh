@@ -9,8 +9,8 @@
 #include <cstdint>
 
 #include "common/numerics.h"
-#include "cuda/quantize/block_math.cuh"
-#include "cuda/quantize/grid_math.h"
+#include "cuda/quantize/block_reference.cuh"
+#include "cuda/quantize/grid_rounding.h"
 #include "cuda/quantize/quantize_block.cuh"
 #include "cuda/quantize/quantize_params.h"
 

@@ -3,7 +3,7 @@
 // path of quantize_block.cuh does not admit (NaN/Inf, E4M3 sub-normal or saturated scales,
 // extreme global amaxes). The reference functions are not inlined: they are rare and large.
 // Host + device: tests/cpp/cuda/test_cuda_lean_block.cpp runs them (with quantize_block.cuh's
-// fast-path pieces and lean_block.cuh) on the CPU.
+// fast-path pieces and lean_bf16_block.cuh) on the CPU.
 #pragma once
 
 #include <cmath>
@@ -14,7 +14,7 @@
 #endif
 
 #include "common/numerics.h"
-#include "cuda/quantize/grid_math.h"
+#include "cuda/quantize/grid_rounding.h"
 #include "cuda/quantize/quantize_params.h"
 
 namespace f46::cuda {

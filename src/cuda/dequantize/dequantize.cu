@@ -2,7 +2,7 @@
 #include "backend.h"
 #include "cuda/common/cuda_check.h"
 #include "cuda/common/launch_utils.h"
-#include "cuda/quantize/dequantize_kernels.cuh"
+#include "cuda/dequantize/dequantize_kernels.cuh"
 
 namespace f46::cuda {
 
