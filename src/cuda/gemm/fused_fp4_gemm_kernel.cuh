@@ -16,6 +16,7 @@
 #include "common/numerics.h"
 #include "f46/quantize.h"
 #include "fused_fp4_dequant.cuh"
+#include "gemm_scale.h"
 #include "grouped_bf16_gemm.h"
 
 namespace f46::cuda::gemm_detail {
@@ -70,12 +71,6 @@ struct FusedFrag {
   uint4 a, b0, b1;
   uint32_t sa, sb0, sb1;  // two E4M3 scales each (bytes 0, 1)
 };
-
-__device__ __forceinline__ float fused_global_scale(const float* amax, AmaxScope scope, int g,
-                                                    float bound) {
-  const float am = scope == AmaxScope::kGroup ? amax[g] : amax[0];
-  return num::div(am, num::mul(6.0f, bound));
-}
 
 // Exclusive scan over the 256 threads of the block (op: max or plus, identity id).
 template <class Op>
@@ -135,6 +130,80 @@ __device__ int fused_schedule(const FusedArgs& p, FusedSmem& s, int n_tiles) {
   return s.tile_ends[p.groups - 1];
 }
 
+// Tile t of the persistent walk: its group (the first g with tile_ends[g] > t), its rows
+// [row0, row0 + rows) inside the group and its first column.
+struct FusedTile {
+  int g, row0, rows, col0;
+};
+
+__device__ __forceinline__ FusedTile fused_tile(const FusedSmem& s, int groups, int n_tiles,
+                                                int t) {
+  constexpr int kBM = FusedTraits::kBM, kBN = FusedTraits::kBN;
+  int lo = 0, hi = groups - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) >> 1;
+    if (s.tile_ends[mid] > t)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  const int g = lo;
+  const int g_start = g == 0 ? 0 : s.ends[g - 1];
+  const int tl = t - (g == 0 ? 0 : s.tile_ends[g - 1]);
+  const int mt = tl / n_tiles, nt = tl - mt * n_tiles;
+  const int row0 = g_start + mt * kBM;
+  return FusedTile{g, row0, min(kBM, s.ends[g] - row0), nt * kBN};
+}
+
+// Epilogue (N10, tensor/group scope): acc = 2^14 * sum (exact: the operands carried 2^-7 each),
+// y = acc * (gA * gB) (gemm_scale.h, as plan (a)), one RNE cast; rows past the group end and
+// columns past N are not stored.
+template <class Acc, class Coord>
+__device__ __forceinline__ void fused_store_tile(const FusedArgs& p, const FusedTile& tile,
+                                                 const Acc& acc, const Coord& tCc) {
+  using namespace cute;
+  const float alpha = group_alpha_of(p.alpha, tile.g);
+#pragma unroll
+  for (int i = 0; i < size(acc); i += 2) {
+    const int r = get<0>(tCc(i)), c = get<1>(tCc(i));
+    if (r >= tile.rows || tile.col0 + c >= p.n) continue;  // n % 4 == 0: c even, c + 1 < n too
+    const float y0 = num::mul(num::mul(acc(i), 16384.0f), alpha);
+    const float y1 = num::mul(num::mul(acc(i + 1), 16384.0f), alpha);
+    const int64_t o = int64_t(tile.row0 + r) * p.ld_d + tile.col0 + c;
+    if (p.d_bf16) {
+      *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.d) + o) =
+          __floats2bfloat162_rn(y0, y1);
+    } else {
+      *reinterpret_cast<float2*>(static_cast<float*>(p.d) + o) = make_float2(y0, y1);
+    }
+  }
+}
+
+// Rows past the last group end are zeros (N11), a CTA per row in turn. Row bytes are a multiple
+// of 16 (checked by try_fused_fp4_gemm).
+__device__ __forceinline__ void fused_zero_rows_past_groups(const FusedArgs& p, int last) {
+  const int es = p.d_bf16 ? 2 : 4;
+  const int row_vecs = p.n * es / 16;
+  for (int r = last + blockIdx.x; r < p.m; r += gridDim.x) {
+    uint4* row = reinterpret_cast<uint4*>(static_cast<char*>(p.d) + int64_t(r) * p.ld_d * es);
+    for (int v = threadIdx.x; v < row_vecs; v += blockDim.x) row[v] = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// One half row of a k-tile (32 codes, two block scales) dequantized to exact BF16 (N10) into
+// its four swizzled 8-element chunks. Both operands are written in the same paired K order
+// inside every chunk, so the WGMMAs sum the same products per k16 step as plan (a) (verified
+// bitwise by the tests).
+__device__ __forceinline__ void fused_put_half_row(cutlass::bfloat16_t* base, const uint32_t* off,
+                                                   uint4 c, uint32_t sc) {
+  const uint32_t s01 = fp4::e4m3x2_to_bf16x2_scaled(sc);
+  const uint32_t s0 = __byte_perm(s01, 0, 0x1010), s1 = __byte_perm(s01, 0, 0x3232);
+  *reinterpret_cast<uint4*>(base + off[0]) = fp4::e2m1x8_to_bf16x8_paired(c.x, s0);
+  *reinterpret_cast<uint4*>(base + off[1]) = fp4::e2m1x8_to_bf16x8_paired(c.y, s0);
+  *reinterpret_cast<uint4*>(base + off[2]) = fp4::e2m1x8_to_bf16x8_paired(c.z, s1);
+  *reinterpret_cast<uint4*>(base + off[3]) = fp4::e2m1x8_to_bf16x8_paired(c.w, s1);
+}
+
 __device__ __forceinline__ void fused_fence_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
@@ -177,21 +246,8 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
   const int kt_count = p.k / kBK;
 
   for (int t = blockIdx.x; t < total; t += gridDim.x) {
-    int lo = 0, hi = p.groups - 1;  // the group of tile t: first g with tile_ends[g] > t
-    while (lo < hi) {
-      const int mid = (lo + hi) >> 1;
-      if (s.tile_ends[mid] > t)
-        hi = mid;
-      else
-        lo = mid + 1;
-    }
-    const int g = lo;
-    const int g_start = g == 0 ? 0 : s.ends[g - 1];
-    const int tl = t - (g == 0 ? 0 : s.tile_ends[g - 1]);
-    const int mt = tl / n_tiles, nt = tl - mt * n_tiles;
-    const int row0 = g_start + mt * kBM;
-    const int rows = min(kBM, s.ends[g] - row0);
-    const int col0 = nt * kBN;
+    const FusedTile tile = fused_tile(s, p.groups, n_tiles, t);
+    const int g = tile.g, row0 = tile.row0, col0 = tile.col0;
 
     // A row of A or B only meets its own output row or column: rows past the group end and
     // columns past N read the group's last row / B's last row instead (in bounds, not stored).
@@ -215,20 +271,10 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
       ac += kBK / 2, bc += kBK / 2, bc1 += kBK / 2;
       as += kBK / 16, bs += kBK / 16, bs1 += kBK / 16;
     };
-    // Both operands are written in the same paired K order inside every 8-element chunk, so the
-    // WGMMAs sum the same products per k16 step as plan (a) (verified bitwise by the tests).
-    auto put = [](cutlass::bfloat16_t* base, const uint32_t* off, uint4 c, uint32_t sc) {
-      const uint32_t s01 = fp4::e4m3x2_to_bf16x2_scaled(sc);
-      const uint32_t s0 = __byte_perm(s01, 0, 0x1010), s1 = __byte_perm(s01, 0, 0x3232);
-      *reinterpret_cast<uint4*>(base + off[0]) = fp4::e2m1x8_to_bf16x8_paired(c.x, s0);
-      *reinterpret_cast<uint4*>(base + off[1]) = fp4::e2m1x8_to_bf16x8_paired(c.y, s0);
-      *reinterpret_cast<uint4*>(base + off[2]) = fp4::e2m1x8_to_bf16x8_paired(c.z, s1);
-      *reinterpret_cast<uint4*>(base + off[3]) = fp4::e2m1x8_to_bf16x8_paired(c.w, s1);
-    };
     auto store = [&](const FusedFrag& f, int stage) {
-      put(s.a.data() + stage * kStageA, off_a, f.a, f.sa);
-      put(s.b.data() + stage * kStageB, off_b0, f.b0, f.sb0);
-      put(s.b.data() + stage * kStageB, off_b1, f.b1, f.sb1);
+      fused_put_half_row(s.a.data() + stage * kStageA, off_a, f.a, f.sa);
+      fused_put_half_row(s.b.data() + stage * kStageB, off_b0, f.b0, f.sb0);
+      fused_put_half_row(s.b.data() + stage * kStageB, off_b1, f.b1, f.sb1);
     };
     // k-tile kt: WGMMAs on stage kt % 3 while `cur` (k-tile kt + 1) is dequantized into stage
     // (kt + 1) % 3 (last read by WGMMA kt - 2, complete) and `nxt` receives k-tile kt + 2. After
@@ -267,35 +313,10 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
     warpgroup_fence_operand(acc);
     __syncthreads();  // both warpgroups' last WGMMAs are done before the next tile's stores
 
-    // Epilogue (N10, tensor/group scope): acc = 2^14 * sum (exact: the operands carried 2^-7
-    // each), y = acc * (gA * gB), one RNE cast.
-    const GroupAlpha& al = p.alpha;
-    const float alpha = num::mul(fused_global_scale(al.amax_a, al.scope_a, g, al.bound_a),
-                                 fused_global_scale(al.amax_b, al.scope_b, g, al.bound_b));
-#pragma unroll
-    for (int i = 0; i < size(acc); i += 2) {
-      const int r = get<0>(tCc(i)), c = get<1>(tCc(i));
-      if (r >= rows || col0 + c >= p.n) continue;  // n % 4 == 0: c even, so c + 1 < n too
-      const float y0 = num::mul(num::mul(acc(i), 16384.0f), alpha);
-      const float y1 = num::mul(num::mul(acc(i + 1), 16384.0f), alpha);
-      const int64_t o = int64_t(row0 + r) * p.ld_d + col0 + c;
-      if (p.d_bf16) {
-        *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(p.d) + o) =
-            __floats2bfloat162_rn(y0, y1);
-      } else {
-        *reinterpret_cast<float2*>(static_cast<float*>(p.d) + o) = make_float2(y0, y1);
-      }
-    }
+    fused_store_tile(p, tile, acc, tCc);
   }
 
-  // Rows past the last group end are zeros (N11). Row bytes are a multiple of 16 (checked).
-  const int last = s.ends[p.groups - 1];
-  const int es = p.d_bf16 ? 2 : 4;
-  const int row_vecs = p.n * es / 16;
-  for (int r = last + blockIdx.x; r < p.m; r += gridDim.x) {
-    uint4* row = reinterpret_cast<uint4*>(static_cast<char*>(p.d) + int64_t(r) * p.ld_d * es);
-    for (int v = tid; v < row_vecs; v += blockDim.x) row[v] = make_uint4(0, 0, 0, 0);
-  }
+  fused_zero_rows_past_groups(p, s.ends[p.groups - 1]);
 }
 
 }  // namespace f46::cuda::gemm_detail

@@ -4,6 +4,7 @@
 #include "common/numerics.h"
 #include "cuda/common/cuda_check.h"
 #include "gemm_kernels.h"
+#include "gemm_scale.h"
 
 namespace f46::cuda::gemm_detail {
 namespace {
@@ -47,12 +48,6 @@ __global__ void dequant_bf16_kernel(DequantArgs a) {
   }
 }
 
-__device__ __forceinline__ float global_scale(const float* amax, AmaxScope scope, int g,
-                                              float bound) {
-  const float am = scope == AmaxScope::kGroup ? amax[g] : amax[0];
-  return num::div(am, num::mul(6.0f, bound));
-}
-
 constexpr int kEpiThreads = 256;
 constexpr int kEpiCols = 4;  // columns per thread
 
@@ -88,10 +83,10 @@ __global__ void gemm_epilogue_kernel(EpilogueArgs a) {
   // N10: tensor/group scope s = gA * gB, y = acc * s; row scope
   // s = (1 / (6 * bound_a)) * gB, y = (acc * s) * amax_row[m]. Then + bias, one cast.
   const int gg = valid ? g : 0;
-  const float gb = global_scale(a.amax_b, a.scope_b, gg, a.bound_b);
+  const float gb = gemm_global_scale(a.amax_b, a.scope_b, gg, a.bound_b);
   const bool row_scope = a.scope_a == AmaxScope::kRow;
   const float s = row_scope ? num::mul(num::div(1.0f, num::mul(6.0f, a.bound_a)), gb)
-                            : num::mul(global_scale(a.amax_a, a.scope_a, gg, a.bound_a), gb);
+                            : num::mul(gemm_global_scale(a.amax_a, a.scope_a, gg, a.bound_a), gb);
   const float row_amax = row_scope ? a.amax_a[row] : 1.0f;
 
   const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * kEpiThreads + threadIdx.x) * kEpiCols;

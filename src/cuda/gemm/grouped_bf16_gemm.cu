@@ -8,6 +8,7 @@
 #include "cuda/common/cuda_check.h"
 #include "cuda/common/launch_utils.h"
 #include "f46/error.h"
+#include "gemm_scale.h"
 #include "grouped_bf16_gemm.h"
 #include "grouped_bf16_gemm_meta.h"
 
@@ -15,11 +16,6 @@ namespace f46::cuda::gemm_detail {
 namespace {
 
 using BF16 = cutlass::bfloat16_t;
-
-__device__ float global_scale(const float* amax, AmaxScope scope, int g, float bound) {
-  const float am = scope == AmaxScope::kGroup ? amax[g] : amax[0];
-  return num::div(am, num::mul(6.0f, bound));
-}
 
 // One block. Thread 0 clamps the offsets: end[g] = min(max(offs[g], end[g-1]), limit) (so no
 // offset can address outside the operands), rounded down to a multiple of 16 for token groups
@@ -71,10 +67,7 @@ __global__ void prep_groups_kernel(GroupedProblem p, Meta m) {
     m.stride_d[g] = sd;
     // N10, tensor/group scope: s = gA * gB, y = acc * s.
     const GroupAlpha& al = p.alpha;
-    m.alpha[g] = al.amax_a == nullptr
-                     ? 1.0f
-                     : num::mul(global_scale(al.amax_a, al.scope_a, g, al.bound_a),
-                                global_scale(al.amax_b, al.scope_b, g, al.bound_b));
+    m.alpha[g] = al.amax_a == nullptr ? 1.0f : group_alpha_of(al, g);
     m.ptr_alpha[g] = m.alpha + g;
   }
 }
