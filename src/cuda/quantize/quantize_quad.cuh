@@ -251,6 +251,125 @@ inline constexpr int kQuadTileWords = 16 * 5 + 1, kQuadTileScales = 16 * 4 + 4;
 // kRun (<= 4): tile rows per run; kMinCtas: the register bound. The library uses the defaults.
 // kBatch: quantize_experts' form, gridDim.y experts at the QuantizeParams::*_batch strides (a
 // template flag: the offsets cost the single-tensor form registers it does not have to spare).
+// What one warp's steps share: the block scales' table, the global scale, the lane's place.
+struct QuadWarp {
+  const LeanEntry* tab;
+  GlobalScale gs;
+  ErrorConsts consts;
+  const uint16_t* xs;  // x of the item
+  uint32_t item;       // quantize_experts: the expert (0 for a single tensor)
+  int t, L;            // the lane's tile of the step (lane / 4) and its row quarter (lane % 4)
+  unsigned qmask;      // the lane's quad
+  bool rowwise;
+  uint2* buf_t;  // kCol: this tile's columns in the warp's run buffers
+  uint8_t* sbuf_t;
+};
+
+// One warp step: tile row `tr` of strip `strip` (16 rows x kQuadCols columns, a quad per 16x16
+// tile), the j-th of its run (kCol): the rowwise codes and scales stored, the columnwise ones
+// written transposed into the run buffers.
+template <QuantMode M, bool kCol>
+__device__ __forceinline__ void quad_step(const QuantizeParams& p, const QuadWarp& qw, uint32_t tr,
+                                          uint32_t strip, int j) {
+  const GlobalScale& gs = qw.gs;
+  const ErrorConsts& consts = qw.consts;
+  const int t = qw.t, L = qw.L;
+  const uint32_t item = qw.item;
+  const bool rowwise = qw.rowwise;
+  uint2* const buf_t = qw.buf_t;
+  uint8_t* const sbuf_t = qw.sbuf_t;
+  const uint16_t* const xs = qw.xs;
+  const LeanEntry* const s_tab = qw.tab;
+  const unsigned qmask = qw.qmask;
+  const int64_t col = int64_t{strip} * kQuadCols + 16 * t;  // the tile's first column
+  const bool active = col < p.cols;                         // uniform over the quad
+  const int64_t row0 = int64_t{tr} * 16;                    // the tile's first row
+  const uint16_t* x0 = xs + row0 * p.x_stride + col;
+  uint4 raw[8];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const uint4* q = reinterpret_cast<const uint4*>(x0 + (L + 4 * k) * p.x_stride);
+    raw[2 * k] = active ? load_x16(q) : make_uint4(0, 0, 0, 0);
+    raw[2 * k + 1] = active ? load_x16(q + 1) : make_uint4(0, 0, 0, 0);
+  }
+  const QuadHead h = quad_head<M>(raw, s_tab, gs);
+  uint2 c6[4], c4[4];
+  bool slow = !h.fast;
+  float te6 = 0.0f, te4 = 0.0f;
+  constexpr Rule kRule = rule_of<M>();
+  float e6[4], e4[4];  // error rules: the rows' approximate errors
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    uint32_t w[8];
+    quad_words(raw, k, w);
+    float x[16], gv[16];
+    unpack_words(w, x);
+    grid_values_s(x, h.t6.inv_s, gv);
+    if constexpr (is_error_rule<M>()) e6[k] = grid::approx_error<kRule>(x, gv, h.t6.k64);
+    c6[k] = quad_codes(gv, w);
+    if constexpr (is_error_rule<M>()) {
+      grid_values_s(x, h.t4.inv_s, gv);
+      e4[k] = grid::approx_error<kRule>(x, gv, h.t4.k64);
+      c4[k] = quad_codes(gv, w);
+    } else {
+      c4[k] = c6[k];
+    }
+  }
+  if constexpr (is_error_rule<M>()) {
+    te6 = quad_tree<M>(e6, 0xFFFFFFFFu), te4 = quad_tree<M>(e4, 0xFFFFFFFFu);
+    // The tile bound (n = 16 rows, K = k64 / 64 exactly), as quantize_block<M, true>; it holds
+    // for the x^T order of the sums too.
+    const float k6 = num::mul(h.t6.k64, 0.015625f), k4 = num::mul(h.t4.k64, 0.015625f);
+    const float bound = num::add(approx_bound<M>(te6, k6, 16.0f), approx_bound<M>(te4, k4, 16.0f));
+    slow = slow || (h.s4 != h.s6 && !(fabsf(num::sub(te4, te6)) > bound));  // quad-uniform
+  }
+  QuadOut o{};
+  if (rowwise)
+    o.codes = p.codes + int64_t{item} * p.codes_batch + (row0 + L) * p.codes_stride + col / 2;
+  o.codes_stride = p.codes_stride;
+  if (kCol) {  // column L of the tile in this warp's run buffers (slow path: L + 4 k)
+    o.codes_t = reinterpret_cast<uint8_t*>(buf_t + 5 * L + j);
+    o.codes_t_stride = 5 * sizeof(uint2);
+    o.scales_t = sbuf_t + 4 * L + j;
+    o.scales_t_stride = 4;
+  }
+  uint32_t pick = h.s6;  // rowwise choice in bits 0..9, columnwise in 16..25 (as quad_slow)
+  if (slow) {
+    pick = quad_slow<M>(x0, p.x_stride, L, active, h, gs, consts, qmask, o);
+  } else {
+    if (is_error_rule<M>() && num::pick_map4(te4, te6)) pick = h.s4 | 0x100u;
+    pick |= pick << 16;
+  }
+  if (rowwise && active) {
+    uint8_t* scales =
+        p.scales + int64_t{item} * p.scales_batch + (row0 + L) * p.scales_stride + col / 16;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      if (!(pick & 0x200u))
+        *reinterpret_cast<uint2*>(o.codes + 4 * k * p.codes_stride) =
+            (pick & 0x100u) ? c4[k] : c6[k];
+      scales[4 * k * p.scales_stride] = static_cast<uint8_t>(pick);
+    }
+  }
+  if constexpr (kCol) {
+    // Uniform over the warp (the shuffles): a tile whose codes the slow path wrote to the
+    // buffers still takes part, its lanes write nothing.
+    const uint32_t cp = pick >> 16;
+    uint2 w[4], ct[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) w[k] = (cp & 0x100u) ? c4[k] : c6[k];
+    quad_transpose(w, L, ct);
+    if (!(cp & 0x200u)) {
+      const int c0 = 8 * (L & 1) + 2 * (L & 2);  // columns c0 .. c0 + 3 of the tile
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        buf_t[5 * (c0 + c) + j] = ct[c];
+        sbuf_t[4 * (c0 + c) + j] = static_cast<uint8_t>(cp);
+      }
+    }
+  }
+}
+
 template <QuantMode M, bool kCol, int kRun = kQuadRun,
           int kMinCtas = kCol ? kQuadColMinCtas : kLeanTensorMinCtas, bool kBatch = false>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
@@ -275,96 +394,19 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   uint2* buf_t = s_codes_t[kCol ? warp : 0] + t * kQuadTileWords;  // this tile's columns
   uint8_t* sbuf_t = s_scales_t[kCol ? warp : 0] + t * kQuadTileScales;
   // Tile row `tr` of strip `strip`, j-th of its run (kCol).
-  auto step = [&](uint32_t tr, uint32_t strip, int j) {
-    const int64_t col = int64_t{strip} * kQuadCols + 16 * t;  // the tile's first column
-    const bool active = col < p.cols;                         // uniform over the quad
-    const int64_t row0 = int64_t{tr} * 16;                    // the tile's first row
-    const uint16_t* x0 = xs + row0 * p.x_stride + col;
-    uint4 raw[8];
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const uint4* q = reinterpret_cast<const uint4*>(x0 + (L + 4 * k) * p.x_stride);
-      raw[2 * k] = active ? load_x16(q) : make_uint4(0, 0, 0, 0);
-      raw[2 * k + 1] = active ? load_x16(q + 1) : make_uint4(0, 0, 0, 0);
-    }
-    const QuadHead h = quad_head<M>(raw, s_tab, gs);
-    uint2 c6[4], c4[4];
-    bool slow = !h.fast;
-    float te6 = 0.0f, te4 = 0.0f;
-    constexpr Rule kRule = rule_of<M>();
-    float e6[4], e4[4];  // error rules: the rows' approximate errors
-#pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      uint32_t w[8];
-      quad_words(raw, k, w);
-      float x[16], gv[16];
-      unpack_words(w, x);
-      grid_values_s(x, h.t6.inv_s, gv);
-      if constexpr (is_error_rule<M>()) e6[k] = grid::approx_error<kRule>(x, gv, h.t6.k64);
-      c6[k] = quad_codes(gv, w);
-      if constexpr (is_error_rule<M>()) {
-        grid_values_s(x, h.t4.inv_s, gv);
-        e4[k] = grid::approx_error<kRule>(x, gv, h.t4.k64);
-        c4[k] = quad_codes(gv, w);
-      } else {
-        c4[k] = c6[k];
-      }
-    }
-    if constexpr (is_error_rule<M>()) {
-      te6 = quad_tree<M>(e6, 0xFFFFFFFFu), te4 = quad_tree<M>(e4, 0xFFFFFFFFu);
-      // The tile bound (n = 16 rows, K = k64 / 64 exactly), as quantize_block<M, true>; it holds
-      // for the x^T order of the sums too.
-      const float k6 = num::mul(h.t6.k64, 0.015625f), k4 = num::mul(h.t4.k64, 0.015625f);
-      const float bound =
-          num::add(approx_bound<M>(te6, k6, 16.0f), approx_bound<M>(te4, k4, 16.0f));
-      slow = slow || (h.s4 != h.s6 && !(fabsf(num::sub(te4, te6)) > bound));  // quad-uniform
-    }
-    QuadOut o{};
-    if (rowwise)
-      o.codes = p.codes + int64_t{item} * p.codes_batch + (row0 + L) * p.codes_stride + col / 2;
-    o.codes_stride = p.codes_stride;
-    if (kCol) {  // column L of the tile in this warp's run buffers (slow path: L + 4 k)
-      o.codes_t = reinterpret_cast<uint8_t*>(buf_t + 5 * L + j);
-      o.codes_t_stride = 5 * sizeof(uint2);
-      o.scales_t = sbuf_t + 4 * L + j;
-      o.scales_t_stride = 4;
-    }
-    uint32_t pick = h.s6;  // rowwise choice in bits 0..9, columnwise in 16..25 (as quad_slow)
-    if (slow) {
-      pick = quad_slow<M>(x0, p.x_stride, L, active, h, gs, consts, qmask, o);
-    } else {
-      if (is_error_rule<M>() && num::pick_map4(te4, te6)) pick = h.s4 | 0x100u;
-      pick |= pick << 16;
-    }
-    if (rowwise && active) {
-      uint8_t* scales =
-          p.scales + int64_t{item} * p.scales_batch + (row0 + L) * p.scales_stride + col / 16;
-#pragma unroll
-      for (int k = 0; k < 4; ++k) {
-        if (!(pick & 0x200u))
-          *reinterpret_cast<uint2*>(o.codes + 4 * k * p.codes_stride) =
-              (pick & 0x100u) ? c4[k] : c6[k];
-        scales[4 * k * p.scales_stride] = static_cast<uint8_t>(pick);
-      }
-    }
-    if constexpr (kCol) {
-      // Uniform over the warp (the shuffles): a tile whose codes the slow path wrote to the
-      // buffers still takes part, its lanes write nothing.
-      const uint32_t cp = pick >> 16;
-      uint2 w[4], ct[4];
-#pragma unroll
-      for (int k = 0; k < 4; ++k) w[k] = (cp & 0x100u) ? c4[k] : c6[k];
-      quad_transpose(w, L, ct);
-      if (!(cp & 0x200u)) {
-        const int c0 = 8 * (L & 1) + 2 * (L & 2);  // columns c0 .. c0 + 3 of the tile
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          buf_t[5 * (c0 + c) + j] = ct[c];
-          sbuf_t[4 * (c0 + c) + j] = static_cast<uint8_t>(cp);
-        }
-      }
-    }
-  };
+  QuadWarp qw;
+  qw.tab = s_tab;
+  qw.gs = gs;
+  qw.consts = consts;
+  qw.xs = xs;
+  qw.item = item;
+  qw.t = t;
+  qw.L = L;
+  qw.qmask = qmask;
+  qw.rowwise = rowwise;
+  qw.buf_t = buf_t;
+  qw.sbuf_t = sbuf_t;
+  auto step = [&](uint32_t tr, uint32_t strip, int j) { quad_step<M, kCol>(p, qw, tr, strip, j); };
   if constexpr (!kCol) {
     const uint32_t n = trows * spr;
     for (uint32_t s = blockIdx.x * kQuadWarps + warp; s < n; s += W) step(s / spr, s % spr, 0);
