@@ -174,24 +174,7 @@ def bench_grouped(gen) -> list[str]:
         # M-grouped: A (M, K), B (E, N, K) -> (M, N)
         qa, qb = rand_q((m, k), gen), rand_q((e, n, k), gen)
         xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
-        t_f46 = median_us(
-            lambda i: torch.ops.f46.grouped_gemm_m(
-                qa[0],
-                qa[1],
-                am,
-                "group",
-                256.0,
-                qb[0],
-                qb[1],
-                bm,
-                "group",
-                256.0,
-                offs,
-                None,
-                torch.bfloat16,
-            ),
-            1,
-        )
+        t_f46 = median_us(lambda i: grouped_m(qa, am, qb, bm, offs), 1)
         t_bf16 = median_us(lambda i: torch._grouped_mm(xa, xb.transpose(-2, -1), offs=offs), 1)
         mrows.append(row(label, t_f46, flops, t_bf16))
         print(f"M-grouped {label}: f46 {t_f46:.0f} us, bf16 {t_bf16:.0f} us", flush=True)
@@ -226,6 +209,14 @@ def bench_grouped(gen) -> list[str]:
     return table("M-grouped: f46 NVFP4 vs torch._grouped_mm BF16 (2D x 3D)", mrows, "BF16") + table(
         "K-grouped (wgrad): f46 NVFP4 vs torch._grouped_mm BF16 (2D x 2D)", krows, "BF16"
     )
+
+
+def grouped_m(qa, am, qb, bm, offs, plan="auto"):
+    """f46's M-grouped GEMM of quantized (codes, scales) pairs, group-scope amaxes, bf16 out."""
+    return torch.ops.f46.grouped_gemm_m(
+        qa[0], qa[1], am, "group", 256.0, qb[0], qb[1], bm, "group", 256.0, offs, None,
+        torch.bfloat16, plan=plan,
+    )  # fmt: skip
 
 
 def profile_and_sweep(gen) -> None:
@@ -341,22 +332,7 @@ def bench_plans(gen) -> list[str]:
             xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
 
             def call(i, plan="auto"):
-                torch.ops.f46.grouped_gemm_m(
-                    qa[0],
-                    qa[1],
-                    am,
-                    "group",
-                    256.0,
-                    qb[0],
-                    qb[1],
-                    bm,
-                    "group",
-                    256.0,
-                    offs,
-                    None,
-                    torch.bfloat16,
-                    plan=plan,
-                )
+                grouped_m(qa, am, qb, bm, offs, plan)
 
             t_bf16 = median_us(lambda i: torch._grouped_mm(xa, xb.transpose(-2, -1), offs=offs), 1)
             label = f"{name} E{e} M{m} K{k} N{n}"
