@@ -2,7 +2,8 @@
 
 A run long enough for the verdict may not fit one device session or one command's time limit;
 each part then runs other seeds with the same settings (`--seed k --seeds 1 --steps N`), and
-this merges their DIR/results.json into OUT/results.json and OUT/loss_curves.png with the same
+this merges their DIR/results.json into OUT/results.json and OUT/loss_curves.png (and
+OUT/quant_error.png when the runs have the error record, which each run carries) with the same
 summary, verdict and report as one run. The parts must agree on everything but their seeds
 (config, modes, corpus, device name, torch); a mismatch raises naming the field and the part.
 """
@@ -13,7 +14,7 @@ import json
 import os
 import sys
 
-from .plot import plot_loss_curves
+from .plot import plot_loss_curves, plot_quant_error
 from .report import format_report, summarize
 
 # results.json fields that must be equal in every part (the config without its seed count).
@@ -53,7 +54,8 @@ def merge(docs: list, names: list | None = None) -> dict:
         if twice:
             raise ValueError(f"merge: seed(s) {sorted(twice)} of {name} appear in an earlier part")
         seen.update(doc["seeds"])
-    out = {k: v for k, v in first.items() if k not in ("runs", "seeds", "summary", "loss_curves")}
+    drop = ("runs", "seeds", "summary", "loss_curves", "quant_error_plot")
+    out = {k: v for k, v in first.items() if k not in drop}
     out["seeds"] = [s for d in docs for s in d["seeds"]]
     out["runs"] = {m: [r for d in docs for r in d["runs"][m]] for m in modes}
     out["config"] = dict(first["config"], seeds=len(out["seeds"]))
@@ -63,7 +65,7 @@ def merge(docs: list, names: list | None = None) -> dict:
     ]
     out["wall_time_s"] = sum(d.get("wall_time_s") or 0.0 for d in docs)
     out["summary"] = summarize(out)
-    out["loss_curves"] = None
+    out["loss_curves"] = out["quant_error_plot"] = None
     return out
 
 
@@ -80,6 +82,7 @@ def main(argv=None) -> dict:
     os.makedirs(out_dir, exist_ok=True)
     try:
         doc["loss_curves"] = plot_loss_curves(doc, os.path.join(out_dir, "loss_curves.png"))
+        doc["quant_error_plot"] = plot_quant_error(doc, os.path.join(out_dir, "quant_error.png"))
     except ImportError as e:
         print(f"no plot: {e}")
     with open(os.path.join(out_dir, "results.json"), "w") as f:

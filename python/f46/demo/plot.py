@@ -1,7 +1,9 @@
-"""Loss-curve figure of a demo run (matplotlib, Agg backend: no display needed)."""
+"""Figures of a demo run (matplotlib, Agg backend: no display needed): the loss curves, the
+error record over training and the probe's differences to BF16."""
 
 from __future__ import annotations
 
+from .report import error_record
 from .stats import Sample
 
 
@@ -21,22 +23,26 @@ def _mean_curve(curves: list) -> list:
     return [sum(c[i] for c in curves) / len(curves) for i in range(n)]
 
 
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError as e:
+        raise ImportError(
+            "f46.demo needs matplotlib for its figures: pip install matplotlib"
+        ) from e
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def plot_loss_curves(doc: dict, path: str, title: str = "") -> str:
     """Left: train loss (moving average) of every seed (faint) and their mean (solid), and the
     mean validation loss (dashed, markers). Right, when BF16 ran: each quantized mode's
     validation loss minus BF16's at every evaluation, per seed (faint) and the mean with its
     95% t-interval over seeds (band), and the per-seed smoothed train-loss difference (dotted
     mean). Writes a PNG at path and returns path."""
-    try:
-        import matplotlib
-    except ImportError as e:
-        raise ImportError(
-            "f46.demo needs matplotlib for loss_curves.png: pip install matplotlib"
-        ) from e
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = _pyplot()
     runs = {m: rs for m, rs in doc["runs"].items() if rs}
     n = min(len(rs) for rs in runs.values())
     runs = {m: rs[:n] for m, rs in runs.items()}
@@ -106,6 +112,73 @@ def plot_loss_curves(doc: dict, path: str, title: str = "") -> str:
         )
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_quant_error(doc: dict, path: str) -> str | None:
+    """The error record over training: one panel per kind (weight, input activation, output
+    gradient), the relative MSE of the same tensors quantized all-6 (dashed) and 4/6 (solid),
+    mean over layers and seeds, one colour per training mode. Writes a PNG at path and returns
+    path; None (nothing written) when no run has a record."""
+    runs = {m: rs for m, rs in doc["runs"].items() if rs}
+    n = min(len(rs) for rs in runs.values()) if runs else 0
+    recs = {m: error_record(rs[:n]) for m, rs in runs.items()}
+    recs = {m: r for m, r in recs.items() if r}
+    if not recs:
+        return None
+    plt = _pyplot()
+    kinds = ("weight", "activation", "gradient")
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5), dpi=120)
+    colors = {mode: f"C{i}" for i, mode in enumerate(runs)}
+    for ax, kind in zip(axes, kinds):
+        for mode, r in recs.items():
+            c = colors[mode]
+            ax.plot(r["steps"], r[kind]["all6"], color=c, ls="--", marker="o", ms=3,
+                    label=f"{mode} run, all-6")  # fmt: skip
+            ax.plot(r["steps"], r[kind]["4/6"], color=c, marker="s", ms=3,
+                    label=f"{mode} run, 4/6")  # fmt: skip
+        what = {"activation": "input activation", "gradient": "output gradient"}
+        ax.set_title(f"{what.get(kind, kind)}", fontsize=10)
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("relative MSE (mean over layers)")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(
+        f"quantization error of the same tensors under all-6 and 4/6 during training, {n} "
+        "seed(s) (gradients: N4 all-6 against the 4/6 rule, round-to-nearest)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def plot_probe(doc: dict, path: str) -> str:
+    """The probe: each setting's validation loss minus BF16's (same learning rate, seed, init
+    and batches) at every evaluation, all-6 solid, 4/6 dashed. Writes a PNG, returns path."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 5), dpi=120)
+    for i, (name, s) in enumerate(doc["settings"].items()):
+        base = s["runs"].get("bf16")
+        if base is None:
+            continue
+        for mode, ls in (("nvfp4", "-"), ("nvfp4-4/6", "--")):
+            r = s["runs"].get(mode)
+            if r is None:
+                continue
+            steps = [st for st, _ in r["val_loss"]]
+            diff = [v - b for (_, v), (_, b) in zip(r["val_loss"], base["val_loss"])]
+            ax.plot(steps, diff, color=f"C{i}", ls=ls, marker="o", ms=3, label=f"{name} {mode}")
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xlabel("step")
+    ax.set_ylabel("val loss minus BF16 (nats / byte)")
+    ax.set_title(f"probe: stress settings, seed {doc['seed']}, one run each", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

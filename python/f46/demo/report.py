@@ -40,10 +40,30 @@ def _quant_error(runs: list) -> dict | None:
     }
 
 
+def error_record(runs: list) -> dict | None:
+    """The error record of one mode's runs (seeds): {"steps": [...], kind: {quantization:
+    [mean over layers and seeds at each recorded step]}} for kinds weight, activation,
+    gradient and quantizations all6, 4/6 (and all6_sr for SR gradients); None without one."""
+    recs = [r.get("quant_error_over_training") for r in runs]
+    if not recs or any(not rec for rec in recs):
+        return None
+    out = {"steps": [c["step"] for c in recs[0]]}
+    first = next(iter(recs[0][0]["layers"].values()))
+    for kind, quants in first.items():
+        out[kind] = {
+            q: [
+                _mean([_mean([v[kind][q] for v in rec[i]["layers"].values()]) for rec in recs])
+                for i in range(len(out["steps"]))
+            ]
+            for q in quants
+        }
+    return out
+
+
 def summarize(doc: dict) -> dict:
     """Per mode: final train/val loss, val - BF16, tokens/s as mean and spread over the seeds
-    every mode finished; the per-layer error averaged over them; the verdict (stats.verdict)
-    when all three modes ran."""
+    every mode finished; the per-layer error and the error record averaged over them; the
+    verdict (stats.verdict) when all three modes ran."""
     runs = doc["runs"]
     n = min(len(rs) for rs in runs.values())
     modes = {}
@@ -60,6 +80,7 @@ def summarize(doc: dict) -> dict:
                 if qe is None
                 else {k: _mean([v[k] for v in qe.values()]) for k in ("weight", "input")}
             ),
+            "quant_error_over_training": error_record(rs),
         }
         if "bf16" in runs and m != "bf16":
             base = runs["bf16"][:n]
@@ -84,6 +105,38 @@ def _pm(s: dict, digits: int = 4, sign: bool = False) -> str:
 
 def _range(s: dict, digits: int = 4) -> str:
     return f"[{s['min']:+.{digits}f}..{s['max']:+.{digits}f}]"
+
+
+def stress_text(cfg: dict) -> str:
+    """The stress settings of a results.json config beyond the backward, '' when none."""
+    out = ""
+    if cfg.get("lr_scale", 1.0) != 1.0:
+        out += f"; peak lr {cfg['lr'] * cfg['lr_scale']:.3g} (x{cfg['lr_scale']:g} the preset's)"
+    if cfg.get("all_linears"):
+        out += "; all linears in NVFP4"
+    return out
+
+
+def _error_record_lines(modes: dict) -> list:
+    """The error record at its last step: all-6 / 4/6 (ratio) per mode and kind."""
+    recs = {m: s["quant_error_over_training"] for m, s in modes.items()}
+    recs = {m: r for m, r in recs.items() if r}
+    if not recs:
+        return []
+    step = next(iter(recs.values()))["steps"][-1]
+    lines = [
+        f"error record at step {step} (relative MSE of the same tensors quantized all-6 / 4/6 "
+        "(ratio), mean over layers and seeds; every step in results.json, quant_error.png):"
+    ]
+    hdr = f"{'mode':<9} | {'weight':<30} | {'input activation':<30} | output gradient"
+    lines += [hdr, "-" * len(hdr)]
+    for m, r in recs.items():
+        cells = []
+        for kind in ("weight", "activation", "gradient"):
+            a, b = r[kind]["all6"][-1], r[kind]["4/6"][-1]
+            cells.append(f"{a:.3e} / {b:.3e} ({b / a if a else math.nan:.2f})".ljust(30))
+        lines.append((f"{m:<9} | " + " | ".join(cells)).rstrip())
+    return lines + [""]
 
 
 def format_report(doc: dict) -> str:
@@ -114,12 +167,13 @@ def format_report(doc: dict) -> str:
                 cells += [f"{v['weight']:>13.3e}", f"{v['input']:>13.3e}"] if v else ["-", "-"]
             lines.append(f"{layer:<{width}} | " + " | ".join(cells))
         lines.append("")
+    lines += _error_record_lines(modes)
     model = cfg["model"]
     lines.append(
         f"{summ['n_seeds']} seed(s) x {cfg['steps']} steps x {cfg['batch']}x{model['seq_len']} "
         f"tokens ({doc['tokens_per_run'] / 1e6:.2f} M tokens per run, "
         f"{doc['epochs_per_run']:.2g} epochs of the training split; NVFP4 backward "
-        f"{cfg.get('backward', 'default')}); "
+        f"{cfg.get('backward', 'default')}{stress_text(cfg)}); "
         "loss in nats/byte, mean +/- 95% t-interval [min..max] over seeds"
     )
     bf16_tps = modes.get("bf16", {}).get("tokens_per_s", {}).get("mean")
