@@ -412,8 +412,9 @@ def test_probe_budget_skips_settings_that_would_not_finish(tmp_path):
     cfg = TINY.with_steps(2)
     logged = []
     doc = demo_probe.run_probe(cfg, ["base", "lr4"], ["bf16", "nvfp4"], CPU, str(tmp_path),
-                               log=logged.append, time_budget_s=0.0)  # fmt: skip
+                               log=logged.append, time_budget_s=0.0,
+                               train_fn=demo.train_mode)  # fmt: skip
     assert list(doc["settings"]) == ["base"] and doc["skipped"] == ["lr4"]  # the first always runs
     assert "skipped (time budget): lr4" in demo_probe.format_probe(doc)
     with pytest.raises(ValueError, match="probe settings"):
-        demo_probe.run_probe(cfg, ["fp8"], ["bf16"], CPU, str(tmp_path))
+        demo_probe.run_probe(cfg, ["fp8"], ["bf16"], CPU, str(tmp_path), train_fn=demo.train_mode)

@@ -79,9 +79,29 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import platform
+from collections.abc import Callable
 
+import torch
+
+from ..recipe import Recipe
 from .data import DEFAULT_MAX_BYTES
 from .model import ModelConfig
+
+# The modes a run trains: BF16, NVFP4 all-6 and NVFP4 4/6 (their recipes).
+MODES: dict[str, Callable[[], Recipe] | None] = {
+    "bf16": None,
+    "nvfp4": Recipe.nvfp4,  # all-6, bound 448
+    "nvfp4-4/6": Recipe.four_over_six,  # MAE 4/6 selection, bound 256
+}
+
+
+def device_name(device: torch.device) -> str:
+    """The GPU's name, or the CPU's."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return platform.processor() or platform.machine()
+
 
 # The backward of the NVFP4 modes. "default": the recipes' defaults (the attention projections'
 # gradient GEMMs in NVFP4 with round-to-nearest, N4; the experts' backward in BF16 on the saved

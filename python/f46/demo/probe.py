@@ -26,7 +26,7 @@ import torch
 
 from .data import load_corpus
 from .plot import plot_probe
-from .presets import STRESS_SETTINGS, TrainConfig
+from .presets import MODES, STRESS_SETTINGS, TrainConfig, device_name
 from .report import error_record, stress_text
 
 
@@ -79,10 +79,12 @@ def run_probe(
     log: Callable[[str], None] | None = print,
     time_budget_s: float | None = None,
     start_time: float | None = None,
+    *,
+    train_fn: Callable,
 ) -> dict:
     """Runs `modes` under every setting (names of STRESS_SETTINGS) for cfg.steps steps of one
-    seed; rewrites OUT/probe.json and OUT/probe.png after each setting; returns the document."""
-    from .train import MODES, _device_name, train_mode  # train imports this module
+    seed with train_fn (f46.demo.train.train_mode, which imports this module); rewrites
+    OUT/probe.json and OUT/probe.png after each setting; returns the document."""
 
     unknown = [s for s in settings if s not in STRESS_SETTINGS]
     if unknown or not settings:
@@ -97,7 +99,7 @@ def run_probe(
     doc = {
         "config": dataclasses.asdict(cfg),
         "device": str(device),
-        "device_name": _device_name(device),
+        "device_name": device_name(device),
         "torch": torch.__version__,
         "seed": seed,
         "modes": modes,
@@ -120,7 +122,7 @@ def run_probe(
             if m == "bf16" and not new_bf16:
                 runs[m] = bf16_by_lr[c.lr_scale]
                 continue
-            runs[m] = train_mode(m, c, corpus, device, seed, False, log)
+            runs[m] = train_fn(m, c, corpus, device, seed, False, log)
             walls.setdefault(m, []).append(runs[m]["wall_time_s"])
             if m == "bf16":
                 bf16_by_lr[c.lr_scale] = runs[m]

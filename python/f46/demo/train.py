@@ -28,7 +28,6 @@ import dataclasses
 import json
 import math
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -39,18 +38,13 @@ from .. import F46GroupedExperts, F46Linear, Recipe, convert_model, reset_sr_off
 from .data import BatchSampler, fixed_batches, load_corpus
 from .model import HIGH_PRECISION, MoELM
 from .plot import plot_loss_curves, plot_quant_error
-from .presets import BACKWARDS, PRESETS, STRESS_SETTINGS, TrainConfig  # noqa: F401 (the API)
+from .presets import BACKWARDS, MODES, PRESETS, STRESS_SETTINGS, TrainConfig  # noqa: F401 (the API)
+from .presets import device_name as _device_name
 from .probe import format_probe, run_probe
 from .quant_error import ErrorRecorder, quantization_errors
 from .report import format_report, progress_bar, stress_text, summarize
 
 VAL_SEED = 10_000  # the validation batches: the same for every mode and seed
-
-MODES: dict[str, Callable[[], Recipe] | None] = {
-    "bf16": None,
-    "nvfp4": Recipe.nvfp4,  # all-6, bound 448
-    "nvfp4-4/6": Recipe.four_over_six,  # MAE 4/6 selection, bound 256
-}
 
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
@@ -296,12 +290,6 @@ def calibrate(
 
 
 # ---- all seeds ---------------------------------------------------------------------------
-def _device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return platform.processor() or platform.machine()
-
-
 def run(
     cfg: TrainConfig,
     modes: list,
@@ -519,8 +507,9 @@ def main(argv=None) -> dict:
             flush=True,
         )
         doc = run_probe(
-            cfg, settings, modes, device, args.out, args.seed, args.corpus, log, budget, start
-        )
+            cfg, settings, modes, device, args.out, args.seed, args.corpus, log, budget, start,
+            train_fn=train_mode,
+        )  # fmt: skip
         print()
         print(format_probe(doc))
         print(f"wrote {os.path.join(args.out, 'probe.json')}")
