@@ -1,8 +1,8 @@
 // f46::cuda::amax: launchers of the amax kernels (N9). Stream-ordered memset + kernel; no sync.
 #include "backend.h"
+#include "cuda/amax/amax_kernels.cuh"
 #include "cuda/common/cuda_check.h"
 #include "cuda/common/launch_utils.h"
-#include "cuda/amax/amax_kernels.cuh"
 
 namespace f46::cuda {
 
@@ -42,14 +42,12 @@ void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Con
   if (p.scope == ScopeKind::kGroup) {
     p.offsets = cfg.offsets.ptr<int32_t>();
     p.num_groups = static_cast<int>(cfg.offsets.size(0));
-    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups, "amax: group count must be in [1, ",
-              kMaxGroups, "], got ", p.num_groups);
+    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
+              "amax (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ",
+              p.num_groups);
     shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
   }
-  F46_CHECK(!cfg.rht_columns || p.scope != ScopeKind::kRow,
-            "amax: rht_columns needs tensor or group scope");
-  F46_CHECK(!cfg.rht_columns || p.rows % 16 == 0, "amax: rht_columns needs rows % 16 == 0, got ",
-            p.rows);
+  // rht_columns: tensor or group scope and rows % 16 == 0 (checked by the front, src/quantize.cpp).
   const cudaStream_t stream = stream_of(ctx);
   if (p.scope != ScopeKind::kRow)
     F46_CHECK_CUDA(cudaMemsetAsync(p.out, 0, out.numel() * sizeof(float), stream));

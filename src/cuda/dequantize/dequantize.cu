@@ -12,7 +12,7 @@ void dequantize(const TensorView& codes, const TensorView& scales, const GlobalA
   p.rows = out.size(0);  // out: (rows, cols)
   p.cols = out.size(1);
   if (p.rows == 0 || p.cols == 0) return;
-  F46_CHECK(p.cols % 16 == 0, "dequantize: out columns must be a multiple of 16, got ", p.cols);
+  // out columns % 16 == 0: checked by the front (src/quantize.cpp).
   p.codes = codes.ptr<uint8_t>();
   p.codes_stride = codes.strides[0];
   p.scales = scales.ptr<uint8_t>();
@@ -26,7 +26,8 @@ void dequantize(const TensorView& codes, const TensorView& scales, const GlobalA
     p.offsets = amax.offsets.ptr<int32_t>();
     p.num_groups = static_cast<int>(amax.offsets.size(0));
     F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
-              "dequantize: group count must be in [1, ", kMaxGroups, "], got ", p.num_groups);
+              "dequantize (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ",
+              p.num_groups);
     shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
   }
   p.bound = scale_bound;

@@ -40,8 +40,8 @@ __device__ __forceinline__ float one_plus_exp_neg(float x) {
   const float t = __saturatef(__fmaf_rn(n, __int_as_float(0x3BBB989D), 0.5f));
   const float j = __fmaf_rd(t, 252.0f, 12582913.0f);  // 2^23 * 1.5 + 1 + 252 t, rounded down
   const float k = __fadd_rn(j, -12583039.0f);         // the integer exponent k
-  const float r = __fmaf_rn(n, __int_as_float(0x3FB8AA3B), -k)  /* log2(e) */;
-  const float r2 = __fmaf_rn(n, __int_as_float(0x32A57060), r)  /* its low part */;
+  const float r = __fmaf_rn(n, __int_as_float(0x3FB8AA3B), -k) /* log2(e) */;
+  const float r2 = __fmaf_rn(n, __int_as_float(0x32A57060), r) /* its low part */;
   float m;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(m) : "f"(r2));
   const float scale = num::from_bits(num::bits(j) << 23);  // 2^k
@@ -165,8 +165,9 @@ void launch(SwigluParams p, DType dtype, const Context& ctx) {
   size_t shared = 0;
   if (p.amax0 == nullptr && p.amax1 == nullptr) p.offsets = nullptr;
   if (p.offsets != nullptr) {
-    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups, "swiglu: group count must be in [1, ",
-              kMaxGroups, "], got ", p.num_groups);
+    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
+              "swiglu (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ",
+              p.num_groups);
     shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
     for (uint32_t* m : {p.amax0, p.amax1})
       if (m != nullptr) F46_CHECK_CUDA(cudaMemsetAsync(m, 0, p.num_groups * sizeof(float), stream));
