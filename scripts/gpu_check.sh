@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|layer|profile|demo|demo-part|all]...
+# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|layer|baseline|profile|demo|demo-part|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -78,6 +78,23 @@ if has bench; then
   "$B/bench/bench_quantize" 30 > "$OUT/bench_quantize.log" 2>&1; note "bench_quantize rc=$?"
   python3 bench/bench_gemm.py > "$OUT/bench_gemm.log" 2>&1; note "bench_gemm rc=$?"
   cat "$OUT/bench_quantize.log" "$OUT/bench_gemm.log" | grep "|" | grep -v -- "---"
+fi
+if [[ " $STEPS " == *" baseline "* ]]; then  # the layer bench of another commit's tree, same machine
+  # F46_BASELINE_SRC (default .baseline/, e.g. `git archive 6f75adb | tar -x -C .baseline`,
+  # carried to the device) built into build-baseline; its own bench_layer.py and python/.
+  BS=${F46_BASELINE_SRC:-.baseline}
+  if [ -f "$BS/CMakeLists.txt" ]; then
+    cmake -S "$BS" -B build-baseline -G Ninja -DF46_GTEST_SOURCE="$PWD/.deps/googletest" \
+      -DF46_BUILD_TORCH=ON -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 \
+      -DCMAKE_CUDA20_EXTENSION_COMPILE_OPTION=-std=c++20 > "$OUT/cmake_baseline.log" 2>&1 &&
+      ninja -C build-baseline -j16 f46_torch > "$OUT/build_baseline.log" 2>&1
+    note "baseline build rc=$?"
+    PYTHONPATH=/tmp/site:$PWD/$BS/python F46_TORCH_LIBRARY=$PWD/build-baseline/python/f46/libf46_torch.so \
+      timeout ${F46_LAYER_TIMEOUT:-300} python3 "$BS/bench/bench_layer.py" > "$OUT/bench_layer_baseline.log" 2>&1
+    note "bench_layer (baseline $BS) rc=$?"; grep "geometric" "$OUT/bench_layer_baseline.log"
+  else
+    note "baseline: no source tree at $BS"
+  fi
 fi
 if has layer; then
   timeout ${F46_LAYER_TIMEOUT:-300} python3 bench/bench_layer.py > "$OUT/bench_layer.log" 2>&1

@@ -1,4 +1,5 @@
-// Host side of plan (b): plan choice, operand checks, launch of fused_fp4_gemm_kernel.
+// Host side of plan (b): its operand requirements and the launch of fused_fp4_gemm_kernel (the
+// choice of plan: gemm_choice.cpp).
 #include <atomic>
 #include <mutex>
 
@@ -14,6 +15,8 @@ namespace {
 std::atomic<uint64_t> g_launches{0};
 
 bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+
+}  // namespace
 
 // What the kernel assumes of the operands: contiguous bytes along K, 16-byte aligned code rows,
 // 2-byte aligned scale pairs, output rows of 16-byte multiples (vector zero fill).
@@ -34,6 +37,8 @@ bool fused_fp4_supported(const QuantizedOperand& a, const QuantizedOperand& b, i
          (n * es) % 16 == 0;
 }
 
+namespace {
+
 void launch(const FusedArgs& p, int max_tiles, cudaStream_t stream) {
   constexpr int kSmem = static_cast<int>(sizeof(FusedSmem)) + 1024;  // + alignment slack
   static std::once_flag attr_once;
@@ -53,31 +58,9 @@ void launch(const FusedArgs& p, int max_tiles, cudaStream_t stream) {
 
 uint64_t fused_fp4_launches() { return g_launches.load(); }
 
-// Plan (a) pays, on top of its BF16 GEMM, a dequantization pass over both operands (~2.6 bytes
-// per operand element: 4-bit codes and scales read, BF16 written): per FLOP a cost proportional
-// to (M*K + E*N*K) / (2*M*N*K) = (1/N + E/M) / 2. Plan (b) pays none but its mainloop runs at
-// ~0.5x BF16. So the rule is a threshold on x = 1/N + 1/(average rows per group) (K cancels),
-// fitted to the H200 measurements of `bench/bench_gemm.py plans` (bench/RESULTS.md, "GEMM
-// plans": plan (b) wins only for Qwen3-like shapes, x = 2.6e-3; gpt-oss, x = 1.2e-3, loses).
-// Only problems at least as large as the measured ones (M*N*K >= 2^33) are moved to plan (b):
-// below that nothing was measured, and plan (a) remains the default. Both plans give the same
-// bits (tests/cpp/cuda/test_cuda_gemm_fused.cpp), so the choice never changes a result.
-constexpr double kFusedMinX = 2.4e-3;
-constexpr double kFusedMinWork = 8589934592.0;  // 2^33 multiply-adds
-
-bool fused_fp4_plan_auto(int64_t m, int64_t n, int64_t k, int groups) {
-  if (m <= 0 || n <= 0 || k <= 0) return false;
-  const double x =
-      1.0 / static_cast<double>(n) + static_cast<double>(groups) / static_cast<double>(m);
-  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  return x > kFusedMinX && work >= kFusedMinWork;
-}
-
-bool try_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
-                        int groups, TensorView& out, GemmPlan plan, cudaStream_t stream) {
-  if (plan == GemmPlan::kDequantBf16 || !fused_fp4_supported(a, b, groups, out)) return false;
+void run_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
+                        int groups, TensorView& out, cudaStream_t stream) {
   const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
-  if (plan == GemmPlan::kAuto && !fused_fp4_plan_auto(m, n, k, groups)) return false;
 
   FusedArgs p;
   const int nb = b.codes.ndim;
@@ -109,7 +92,6 @@ bool try_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, co
   const int64_t n_tiles = (n + FusedTraits::kBN - 1) / FusedTraits::kBN;
   const int64_t max_tiles = ((m + FusedTraits::kBM - 1) / FusedTraits::kBM + groups) * n_tiles;
   launch(p, static_cast<int>(std::min<int64_t>(max_tiles, INT32_MAX)), stream);
-  return true;
 }
 
 }  // namespace f46::cuda::gemm_detail

@@ -17,15 +17,15 @@ namespace f46::cuda::gemm_detail {
 // Plan (b) launches so far (tests tell a forced plan (b) from its fall-back to plan (a)).
 uint64_t fused_fp4_launches();
 
-// The per-shape rule for kAuto (measured, bench/RESULTS.md "GEMM plans"): true = plan (b).
-bool fused_fp4_plan_auto(int64_t m, int64_t n, int64_t k, int groups);
+// Whether plan (b)'s kernel takes these operands (layouts, alignments, K % 64, groups, scopes).
+bool fused_fp4_supported(const QuantizedOperand& a, const QuantizedOperand& b, int groups,
+                         const TensorView& out);
 
 // Runs out = epilogue(A x B[g]^T) for the M-grouped GEMM (offs null: one group of all rows,
-// the dense GEMM) with plan (b) when `plan` (Context::gemm.plan; kAuto: fused_fp4_plan_auto)
-// and the operands allow it, and returns true; returns false having launched nothing otherwise.
-// Rows past the last (clamped) offset are written as zeros. No host synchronisation; the offsets
-// stay on the device.
-bool try_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
-                        int groups, TensorView& out, GemmPlan plan, cudaStream_t stream);
+// the dense GEMM) with plan (b); the operands must be fused_fp4_supported. Rows past the last
+// (clamped) offset are written as zeros. No host synchronisation; the offsets stay on the
+// device.
+void run_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
+                        int groups, TensorView& out, cudaStream_t stream);
 
 }  // namespace f46::cuda::gemm_detail

@@ -21,7 +21,7 @@
 
 namespace f46::cuda::gemm_detail {
 
-// Kernel arguments (byte strides; validated by try_fused_fp4_gemm).
+// Kernel arguments (byte strides; validated by fused_fp4_supported).
 struct FusedArgs {
   const uint8_t* a_codes = nullptr;   // (M, K/2): two E2M1 codes per byte
   const uint8_t* a_scales = nullptr;  // (M, K/16) E4M3
@@ -180,7 +180,7 @@ __device__ __forceinline__ void fused_store_tile(const FusedArgs& p, const Fused
 }
 
 // Rows past the last group end are zeros (N11), a CTA per row in turn. Row bytes are a multiple
-// of 16 (checked by try_fused_fp4_gemm).
+// of 16 (checked by fused_fp4_supported).
 __device__ __forceinline__ void fused_zero_rows_past_groups(const FusedArgs& p, int last) {
   const int es = p.d_bf16 ? 2 : 4;
   const int row_vecs = p.n * es / 16;

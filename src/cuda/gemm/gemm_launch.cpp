@@ -9,6 +9,7 @@
 
 #include "backend.h"
 #include "cuda/common/cuda_check.h"
+#include "cuda/gemm/gemm_choice.h"
 #include "fused_fp4_gemm.h"
 #include "gemm_kernels.h"
 #include "grouped_bf16_gemm.h"
@@ -190,10 +191,20 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   if (m == 0 || n == 0) return;
   DeviceGuard guard(out.device_index);
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
-  const bool fused = k > 0 && fused_epilogue(a, bias, out, n);
-  // Plan (b), the fused 4-bit kernel, where it applies and is chosen (fused_fp4_gemm.h).
-  if (fused && gemm_detail::try_fused_fp4_gemm(a, b, offs, groups, out, ctx.gemm.plan, stream))
+  gemm_detail::GemmCase c;
+  c.plan = ctx.gemm.plan;
+  c.epilogue_fusable = k > 0 && fused_epilogue(a, bias, out, n);
+  c.fp4_supported = c.epilogue_fusable && gemm_detail::fused_fp4_supported(a, b, groups, out);
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  c.groups = groups;
+  const gemm_detail::GemmRoute route = gemm_detail::choose_gemm_route(c);
+  if (route == gemm_detail::GemmRoute::kFusedFp4) {  // plan (b), the fused 4-bit kernel
+    gemm_detail::run_fused_fp4_gemm(a, b, offs, groups, out, stream);
     return;
+  }
+  const bool fused = route == gemm_detail::GemmRoute::kDequantFused;
   // Unfused: FP32 scratch with rows padded to 8 columns (TMA needs 16-byte row pitches).
   const int64_t n8 = fused ? n : detail::gemm_ws_pad8(n);
   Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), out.device_index, stream);

@@ -221,20 +221,5 @@ TEST(CudaGemmTuning, SchedulerChoicesGiveTheSameBits) {
   }
 }
 
-// The automatic rule (host only, no device needed) on the benchmark shapes of bench/RESULTS.md
-// "GEMM plans": plan (b) only where it measured level or faster (Qwen3-like: many small
-// experts), never for problems smaller than the measured ones.
-TEST(CudaGemmFusedScope, AutoRuleFollowsTheMeasurements) {
-  using cuda::gemm_detail::fused_fp4_plan_auto;
-  EXPECT_TRUE(fused_fp4_plan_auto(65536, 1536, 2048, 128));  // Qwen3
-  EXPECT_FALSE(fused_fp4_plan_auto(32768, 5760, 2880, 32));  // gpt-oss
-  EXPECT_FALSE(fused_fp4_plan_auto(32768, 4096, 7168, 16));  // DSv3
-  EXPECT_FALSE(fused_fp4_plan_auto(16384, 14336, 4096, 8));  // Mixtral
-  EXPECT_FALSE(fused_fp4_plan_auto(8192, 8192, 8192, 1));    // dense
-  EXPECT_FALSE(fused_fp4_plan_auto(4096, 2048, 7168, 1));    // dense, small
-  EXPECT_FALSE(fused_fp4_plan_auto(300, 256, 512, 4));       // below the measured sizes
-  EXPECT_TRUE(fused_fp4_plan_auto(65536, 2048, 7168, 256));  // 256 experts of 256 rows (x 4.4e-3)
-}
-
 }  // namespace
 }  // namespace f46::test

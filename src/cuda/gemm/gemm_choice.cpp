@@ -1,0 +1,34 @@
+// choose_gemm_route: the kernels of an M-grouped CUDA GEMM (gemm_choice.h).
+#include "cuda/gemm/gemm_choice.h"
+
+namespace f46::cuda::gemm_detail {
+
+// Plan (a) pays, on top of its BF16 GEMM, a dequantization pass over both operands (~2.6 bytes
+// per operand element: 4-bit codes and scales read, BF16 written): per FLOP a cost proportional
+// to (M*K + E*N*K) / (2*M*N*K) = (1/N + E/M) / 2. Plan (b) pays none but its mainloop runs at
+// ~0.5x BF16. So the rule is a threshold on x = 1/N + 1/(average rows per group) (K cancels),
+// fitted to the H200 measurements of `bench/bench_gemm.py plans` (bench/RESULTS.md, "GEMM
+// plans": plan (b) wins only for Qwen3-like shapes, x = 2.6e-3; gpt-oss, x = 1.2e-3, loses).
+// Only problems at least as large as the measured ones (M*N*K >= 2^33) are moved to plan (b):
+// below that nothing was measured, and plan (a) remains the default. Both plans give the same
+// bits (tests/cpp/cuda/test_cuda_gemm_fused.cpp), so the choice never changes a result.
+constexpr double kFusedMinX = 2.4e-3;
+constexpr double kFusedMinWork = 8589934592.0;  // 2^33 multiply-adds
+
+bool fused_fp4_plan_auto(int64_t m, int64_t n, int64_t k, int groups) {
+  if (m <= 0 || n <= 0 || k <= 0) return false;
+  const double x =
+      1.0 / static_cast<double>(n) + static_cast<double>(groups) / static_cast<double>(m);
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return x > kFusedMinX && work >= kFusedMinWork;
+}
+
+GemmRoute choose_gemm_route(const GemmCase& c) {
+  if (!c.epilogue_fusable) return GemmRoute::kDequantSeparate;
+  // A forced plan (b) falls back to plan (a) for what plan (b) does not cover.
+  const bool fp4 = c.plan != GemmPlan::kDequantBf16 && c.fp4_supported &&
+                   (c.plan == GemmPlan::kFusedFp4 || fused_fp4_plan_auto(c.m, c.n, c.k, c.groups));
+  return fp4 ? GemmRoute::kFusedFp4 : GemmRoute::kDequantFused;
+}
+
+}  // namespace f46::cuda::gemm_detail

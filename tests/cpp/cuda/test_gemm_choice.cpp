@@ -1,0 +1,52 @@
+// choose_gemm_route (src/cuda/gemm/gemm_choice.h), a pure host function: runs on the CPU, no
+// device needed. The automatic plan rule on the benchmark shapes, then every plan x epilogue x
+// plan (b) support class.
+#include <gtest/gtest.h>
+
+#include "cuda/gemm/gemm_choice.h"
+
+namespace f46::cuda::gemm_detail {
+namespace {
+
+// The automatic rule (host only, no device needed) on the benchmark shapes of bench/RESULTS.md
+// "GEMM plans": plan (b) only where it measured level or faster (Qwen3-like: many small
+// experts), never for problems smaller than the measured ones.
+TEST(GemmChoice, AutoRuleFollowsTheMeasurements) {
+  EXPECT_TRUE(fused_fp4_plan_auto(65536, 1536, 2048, 128));  // Qwen3
+  EXPECT_FALSE(fused_fp4_plan_auto(32768, 5760, 2880, 32));  // gpt-oss
+  EXPECT_FALSE(fused_fp4_plan_auto(32768, 4096, 7168, 16));  // DSv3
+  EXPECT_FALSE(fused_fp4_plan_auto(16384, 14336, 4096, 8));  // Mixtral
+  EXPECT_FALSE(fused_fp4_plan_auto(8192, 8192, 8192, 1));    // dense
+  EXPECT_FALSE(fused_fp4_plan_auto(4096, 2048, 7168, 1));    // dense, small
+  EXPECT_FALSE(fused_fp4_plan_auto(300, 256, 512, 4));       // below the measured sizes
+  EXPECT_TRUE(fused_fp4_plan_auto(65536, 2048, 7168, 256));  // 256 experts of 256 rows (x 4.4e-3)
+}
+
+TEST(GemmChoice, EveryPlanAndScopeClass) {
+  using R = GemmRoute;
+  const GemmCase qwen3{GemmPlan::kAuto, true, true, 65536, 1536, 2048, 128};
+  const GemmCase mixtral{GemmPlan::kAuto, true, true, 16384, 14336, 4096, 8};
+  for (const GemmCase& shape : {qwen3, mixtral}) {
+    const bool auto_b = shape.m == qwen3.m;
+    for (GemmPlan plan : {GemmPlan::kAuto, GemmPlan::kDequantBf16, GemmPlan::kFusedFp4})
+      for (bool fusable : {false, true})
+        for (bool supported : {false, true}) {
+          GemmCase c = shape;
+          c.plan = plan;
+          c.epilogue_fusable = fusable;
+          c.fp4_supported = supported;
+          R want = R::kDequantSeparate;  // row scope or bias: the epilogue kernel
+          if (fusable) {
+            const bool b =
+                supported && (plan == GemmPlan::kFusedFp4 || (plan == GemmPlan::kAuto && auto_b));
+            want = b ? R::kFusedFp4 : R::kDequantFused;
+          }
+          EXPECT_EQ(choose_gemm_route(c), want)
+              << "plan " << static_cast<int>(plan) << " fusable " << fusable << " supported "
+              << supported << " m " << c.m;
+        }
+  }
+}
+
+}  // namespace
+}  // namespace f46::cuda::gemm_detail
