@@ -211,6 +211,13 @@ def bench_grouped(gen) -> list[str]:
     )
 
 
+def dense(qa, am, qb, bm, **tuning):
+    """f46's dense GEMM of quantized (codes, scales) pairs, per-tensor amaxes, bf16 out."""
+    return torch.ops.f46.gemm(
+        qa[0], qa[1], am, "tensor", 256.0, qb[0], qb[1], bm, 256.0, None, torch.bfloat16, **tuning
+    )
+
+
 def grouped_m(qa, am, qb, bm, offs, plan="auto"):
     """f46's M-grouped GEMM of quantized (codes, scales) pairs, group-scope amaxes, bf16 out."""
     return torch.ops.f46.grouped_gemm_m(
@@ -228,21 +235,7 @@ def profile_and_sweep(gen) -> None:
     am = torch.tensor([3.0], device="cuda")
 
     def call(swizzle=0, raster="m"):
-        return torch.ops.f46.gemm(
-            qa[0],
-            qa[1],
-            am,
-            "tensor",
-            256.0,
-            qb[0],
-            qb[1],
-            am,
-            256.0,
-            None,
-            torch.bfloat16,
-            max_swizzle=swizzle,
-            raster=raster,
-        )
+        return dense(qa, am, qb, am, max_swizzle=swizzle, raster=raster)
 
     def call_row():
         return torch.ops.f46.gemm(
@@ -308,20 +301,7 @@ def bench_plans(gen) -> list[str]:
             xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
 
             def call(i, plan="auto"):
-                torch.ops.f46.gemm(
-                    qa[0],
-                    qa[1],
-                    am,
-                    "tensor",
-                    256.0,
-                    qb[0],
-                    qb[1],
-                    bm,
-                    256.0,
-                    None,
-                    torch.bfloat16,
-                    plan=plan,
-                )
+                dense(qa, am, qb, bm, plan=plan)
 
             t_bf16 = median_us(lambda i: torch.matmul(xa, xb.t()), 1)
             label = f"M{m} K{k} N{n}"

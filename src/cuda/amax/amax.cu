@@ -42,10 +42,7 @@ void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Con
   if (p.scope == ScopeKind::kGroup) {
     p.offsets = cfg.offsets.ptr<int32_t>();
     p.num_groups = static_cast<int>(cfg.offsets.size(0));
-    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
-              "amax (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ",
-              p.num_groups);
-    shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
+    shared = staged_offsets_bytes(p.num_groups, "amax");
   }
   // rht_columns: tensor or group scope and rows % 16 == 0 (checked by the front, src/quantize.cpp).
   const cudaStream_t stream = stream_of(ctx);

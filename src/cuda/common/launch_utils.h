@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "f46/error.h"
@@ -35,5 +36,13 @@ int sm_count_current();
 
 // Largest group-offset count the kernels stage in shared memory (48 KB of int32).
 inline constexpr int kMaxGroups = 12288;
+
+// Dynamic shared memory of `groups` staged int32 group ends, within this backend's limit
+// (checked here, named with `op`).
+inline size_t staged_offsets_bytes(int64_t groups, const char* op) {
+  F46_CHECK(groups >= 1 && groups <= kMaxGroups, op,
+            " (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ", groups);
+  return static_cast<size_t>(groups) * sizeof(int32_t);
+}
 
 }  // namespace f46::cuda

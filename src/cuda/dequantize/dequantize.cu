@@ -25,10 +25,7 @@ void dequantize(const TensorView& codes, const TensorView& scales, const GlobalA
   if (p.scope == ScopeKind::kGroup) {
     p.offsets = amax.offsets.ptr<int32_t>();
     p.num_groups = static_cast<int>(amax.offsets.size(0));
-    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
-              "dequantize (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ",
-              p.num_groups);
-    shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
+    shared = staged_offsets_bytes(p.num_groups, "dequantize");
   }
   p.bound = scale_bound;
   p.out = out.data;

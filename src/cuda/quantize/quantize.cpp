@@ -42,12 +42,7 @@ void check_cuda_limits(int64_t rows, int64_t cols, const GlobalAmax& amax,
             "quantize (CUDA backend limit): x must have fewer than 2^31 rows and 2^34 columns, "
             "got ",
             rows, " x ", cols);
-  if (amax.scope == AmaxScope::kGroup) {
-    const int64_t e = amax.offsets.size(0);
-    F46_CHECK(e >= 1 && e <= kMaxGroups,
-              "quantize (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ",
-              e);
-  }
+  if (amax.scope == AmaxScope::kGroup) staged_offsets_bytes(amax.offsets.size(0), "quantize");
   if (cfg.rowwise)
     F46_CHECK(aligned_to(out.codes.data, 8) && out.codes.strides[0] % 8 == 0,
               "quantize (CUDA backend limit): out.codes must be 8-byte aligned with a row stride "

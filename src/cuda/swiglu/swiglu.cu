@@ -165,10 +165,7 @@ void launch(SwigluParams p, DType dtype, const Context& ctx) {
   size_t shared = 0;
   if (p.amax0 == nullptr && p.amax1 == nullptr) p.offsets = nullptr;
   if (p.offsets != nullptr) {
-    F46_CHECK(p.num_groups >= 1 && p.num_groups <= kMaxGroups,
-              "swiglu (CUDA backend limit): group count must be in [1, ", kMaxGroups, "], got ",
-              p.num_groups);
-    shared = static_cast<size_t>(p.num_groups) * sizeof(int32_t);
+    shared = staged_offsets_bytes(p.num_groups, "swiglu");
     for (uint32_t* m : {p.amax0, p.amax1})
       if (m != nullptr) F46_CHECK_CUDA(cudaMemsetAsync(m, 0, p.num_groups * sizeof(float), stream));
   }
