@@ -101,20 +101,20 @@ def geomean(r: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in r) / len(r))
 
 
-def accumulation_step(layer, x, counts, gy, offs_host) -> None:
-    """MICRO micro-batches (consecutive token slices of each expert's rows) accumulated."""
-    for t in (x, *layer.parameters()):
+def accumulation_step(layer, batches) -> None:
+    """MICRO micro-batches accumulated into the weights' .grad (gradients reset first)."""
+    for t in (*layer.parameters(), *(xb for xb, _, _ in batches)):
         t.grad = None
-    for xs, cs, gs in zip(*offs_host):
-        layer(x[xs], cs).backward(gy[gs])
+    for xb, cb, gb in batches:
+        layer(xb, cb).backward(gb)
 
 
-def micro_slices(counts: torch.Tensor, dev):
-    """Per micro-batch: the row index (expert-sorted), its per-expert counts, the same rows of
-    dy. Each expert's rows are split MICRO ways (multiples of 16)."""
+def micro_batches(x, gy, counts: torch.Tensor):
+    """MICRO micro-batches of (x rows, per-expert counts, dy rows), gathered once outside the
+    timed step: each expert's rows split MICRO ways (multiples of 16), expert-sorted."""
     c = counts.cpu()
     ends = torch.cumsum(c, 0)
-    idx, cnts = [], []
+    out = []
     for j in range(MICRO):
         rows, cj = [], []
         for g in range(len(c)):
@@ -123,9 +123,10 @@ def micro_slices(counts: torch.Tensor, dev):
             hi = lo + per if j < MICRO - 1 else int(ends[g])
             rows.append(torch.arange(lo, hi))
             cj.append(hi - lo)
-        idx.append(torch.cat(rows).to(dev))
-        cnts.append(torch.tensor(cj).to(dev))
-    return idx, cnts, idx
+        idx = torch.cat(rows).to(x.device)
+        xb = x.detach()[idx].requires_grad_()
+        out.append((xb, torch.tensor(cj, device=x.device), gy[idx]))
+    return out
 
 
 def main() -> None:
@@ -148,7 +149,7 @@ def main() -> None:
             f"| {label} | bf16 | {base:8.2f} | {flops / base / 1e9:6.1f} | 1.000 | "
             f"{peak_gib(run_bf16):.2f} |"
         )
-        micro = micro_slices(counts, dev)
+        micro = micro_batches(x, gy, counts)
         for mode in MODES:
             layer = f46.F46GroupedExperts.from_bf16(
                 w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
@@ -168,11 +169,11 @@ def main() -> None:
             times = []
             for cache in (True, False):
                 layer.cache_weights = cache
-                times.append(median_ms(lambda: accumulation_step(layer, x, counts, gy, micro)))
+                times.append(median_ms(lambda: accumulation_step(layer, micro)))
             reuse[mode].append(times[1] / times[0])
             rows.append((label, mode, times[0], times[1]))
             del layer
-        del x, gy, w1, w2, w3
+        del x, gy, w1, w2, w3, micro
         torch.cuda.empty_cache()
     for mode, r in ratios.items():
         print(f"| geometric mean | f46 4/6, {mode} bwd | | | {geomean(r):.3f} | |")
