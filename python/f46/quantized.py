@@ -235,11 +235,9 @@ class WeightCache:
         self._qw: Optional[QuantizedWeight] = None
 
     def get(self, w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -> QuantizedWeight:
-        key = weight_key(w, recipe, columnwise)
-        hit = self._qw is not None and (
-            self._qw.key == key or (not columnwise and self._qw.key == weight_key(w, recipe, True))
-        )
-        if not hit:
+        key = weight_key(w, recipe, columnwise)  # its last entry is `columnwise`; () compiling
+        held = self._qw.key if self._qw is not None else ()
+        if not key or not held or held[:-1] != key[:-1] or (columnwise and not held[-1]):
             with torch.no_grad():
                 self._qw = quantize_weight(w.detach(), recipe, columnwise)
         return self._qw
