@@ -42,7 +42,6 @@ void check_cuda_limits(int64_t rows, int64_t cols, const GlobalAmax& amax,
             "quantize (CUDA backend limit): x must have fewer than 2^31 rows and 2^34 columns, "
             "got ",
             rows, " x ", cols);
-  if (amax.scope == AmaxScope::kGroup) staged_offsets_bytes(amax.offsets.size(0), "quantize");
   if (cfg.rowwise)
     F46_CHECK(aligned_to(out.codes.data, 8) && out.codes.strides[0] % 8 == 0,
               "quantize (CUDA backend limit): out.codes must be 8-byte aligned with a row stride "
@@ -131,27 +130,14 @@ QuantizeLaunch choose_launch(DType dtype, const QuantizeConfig& cfg, const Quant
   l.kernel = choose_quantize_kernel(c);
   l.mode = c.mode;
   l.tile16 = c.tile16;
-  // Staged group offsets (and, with virtual padding, the source offsets after them).
+  // Staged group offsets (and, with virtual padding, the source offsets after them), within
+  // this backend's group limit.
   if (p.scope == ScopeKind::kGroup)
     l.shared_bytes =
-        static_cast<size_t>(p.num_groups) * sizeof(int32_t) * (p.src_offsets != nullptr ? 2 : 1);
-  const int64_t items = quantize_grid_items(l.kernel, c, p.pair_cols);
-  switch (l.kernel) {
-    case QuantizeKernel::kRowCol:
-    case QuantizeKernel::kQuad16:  // a warp per item
-      l.grid = dim3(grid_x(items, kLeanThreads / 32));
-      break;
-    case QuantizeKernel::kTile:  // a warp per unit at most, clamped to resident CTAs
-      l.grid = dim3(grid_x(items, kTileWarps));
-      break;
-    case QuantizeKernel::kRowsLean:
-    case QuantizeKernel::kRowsLeanTensor:  // a block per thread per step, clamped at launch
-      l.grid = dim3(grid_x(items, kLeanThreads));
-      break;
-    case QuantizeKernel::kRows:
-      l.grid = dim3(grid_x(items, kRowThreads));
-      break;
-  }
+        staged_offsets_bytes(p.num_groups, "quantize") * (p.src_offsets != nullptr ? 2 : 1);
+  // Clamped to resident CTAs at launch.
+  l.grid =
+      dim3(grid_x(quantize_grid_items(l.kernel, c, p.pair_cols), quantize_items_per_cta(l.kernel)));
   return l;
 }
 

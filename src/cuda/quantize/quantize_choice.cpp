@@ -83,4 +83,20 @@ int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c, bool pair_c
   }
 }
 
+int quantize_items_per_cta(QuantizeKernel k) {
+  switch (k) {
+    case QuantizeKernel::kRowCol:
+    case QuantizeKernel::kQuad16:
+      return kLeanThreads / 32;
+    case QuantizeKernel::kTile:
+      return kTileWarps;
+    case QuantizeKernel::kRowsLean:
+    case QuantizeKernel::kRowsLeanTensor:
+      return kLeanThreads;
+    case QuantizeKernel::kRows:
+      return kRowThreads;
+  }
+  return kRowThreads;
+}
+
 }  // namespace f46::cuda

@@ -43,5 +43,7 @@ QuantizeKernel choose_quantize_kernel(const QuantizeCase& c);
 // of kRowColRun units, quad steps or runs, tile-kernel units, or one 16-element block per
 // thread for the rows kernels.
 int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c, bool pair_cols);
+// ... and how many of them one CTA takes (its warps, or its threads for the rows kernels).
+int quantize_items_per_cta(QuantizeKernel k);
 
 }  // namespace f46::cuda
