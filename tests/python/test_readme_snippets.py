@@ -1,6 +1,7 @@
-"""The README's framework snippets (torchao, Hugging Face transformers, torchtitan) run as a user
-would paste them: each ```python block of those sections is executed on the CPU, in a fresh
-namespace, and must leave the objects its comments promise."""
+"""The README's snippets run as a user would paste them: the first ```python block of each Python
+section (PyTorch, torchao, Hugging Face transformers, torchtitan) is executed on the CPU in a
+fresh namespace and must leave the objects its comments promise; the C++ block is made of lines of
+examples/cpp/quantize_inspect.cpp, in order (that example is built and run by tests/consumer)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,23 @@ from f46.torchao import NVFP4FourOverSixLinear
 from f46.torchao.grouped_weight import FourOverSixGroupedWeight
 
 README = pathlib.Path(__file__).resolve().parents[2] / "README.md"
-SECTIONS = ("torchao", "Hugging Face transformers", "torchtitan")
+SECTIONS = ("PyTorch", "torchao", "Hugging Face transformers", "torchtitan")
 
 
 def _snippets() -> dict[str, str]:
     """Section title -> its first ```python block."""
-    text = README.read_text()
     out = {}
     for title in SECTIONS:
-        m = re.search(r"^### " + re.escape(title) + r"\n(.*?)(?=^##)", text, re.S | re.M)
-        assert m, f"README has no section '### {title}'"
-        code = re.search(r"```python\n(.*?)```", m.group(1), re.S)
+        code = re.search(r"```python\n(.*?)```", _section(title), re.S)
         assert code, f"README section '{title}' has no python snippet"
         out[title] = code.group(1)
     return out
+
+
+def _section(title: str) -> str:
+    m = re.search(r"^### " + re.escape(title) + r"\n(.*?)(?=^##)", README.read_text(), re.S | re.M)
+    assert m, f"README has no section '### {title}'"
+    return m.group(1)
 
 
 def _run(code: str) -> dict:
@@ -35,6 +39,30 @@ def _run(code: str) -> dict:
     torch.manual_seed(0)
     exec(compile(code, str(README), "exec"), ns)  # noqa: S102 - the README's own code
     return ns
+
+
+def test_pytorch_snippet():
+    ns = _run(_snippets()["PyTorch"])
+    assert ns["y"].shape == (64, 512) and ns["z"].shape == (96, 512)
+    assert ns["out"].shape == (96, 256) and torch.isfinite(ns["out"]).all()
+    assert ns["w"].grad is not None and ns["experts"].w2.grad is not None
+    # the linear is f46's NVFP4 product, not a BF16 matmul
+    assert not torch.equal(ns["y"], ns["x"] @ ns["w"].t())
+
+
+def _code_lines(text: str) -> list[str]:
+    """Non-empty lines without their // comments, whitespace squeezed."""
+    lines = (re.sub(r"//.*", "", ln) for ln in text.splitlines())
+    return [" ".join(ln.split()) for ln in lines if ln.strip()]
+
+
+def test_cpp_snippet_is_the_example():
+    block = re.search(r"```cpp\n(.*?)```", _section("C++"), re.S)
+    assert block, "README section 'C++' has no cpp snippet"
+    example = README.parent / "examples" / "cpp" / "quantize_inspect.cpp"
+    remaining = iter(_code_lines(example.read_text()))
+    for line in _code_lines(block.group(1)):
+        assert any(line == ex for ex in remaining), f"README C++ line not in the example: {line}"
 
 
 def test_torchao_snippet():
