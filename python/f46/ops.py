@@ -8,6 +8,11 @@ surface as RuntimeError with a message naming the argument.
 Layouts: codes (R, C/2) uint8, two E2M1 codes per byte (element 2i low nibble, N1.2);
 scales (R, C/16) uint8 E4M3 bytes, linear row-major (N1.3); amax float32 (1) per tensor,
 (R) per row, (E) per group; offsets (E) int32 cumulative group ends over rows.
+
+GEMM tuning overrides (benchmarks, tests; the same bits whatever is chosen; the CPU ignores
+them): plan "auto" (by shape), "a" (dequantize both operands to BF16, CUTLASS grouped GEMM) or
+"b" (one fused 4-bit kernel, where it applies); max_swizzle 0 (default), 1, 2, 4 or 8 and raster
+"m" or "n" of the CUTLASS group scheduler.
 """
 
 from __future__ import annotations
@@ -151,11 +156,7 @@ def gemm(
 
     a_codes (M, K/2), a_scales (M, K/16), a_amax (1) or (M) for a_scope "row";
     b_codes (N, K/2), b_scales (N, K/16), b_amax (1). out_dtype: bf16 or fp32.
-    plan / max_swizzle / raster: tuning overrides of the CUDA kernels (benchmarks, tests; the
-    same bits whatever is chosen): plan "auto" (by shape), "a" (dequantize both operands to
-    BF16, CUTLASS grouped GEMM) or "b" (one fused 4-bit kernel, where it applies); max_swizzle
-    0 (default), 1, 2, 4 or 8 and raster "m" or "n" of the CUTLASS group scheduler.
-    The CPU ignores them.
+    plan / max_swizzle / raster: the CUDA tuning overrides (module docstring).
     """
     return _ops.gemm(
         a_codes,
@@ -200,11 +201,7 @@ def grouped_gemm_m(
     b_codes (E, N, K/2), b_scales (E, N, K/16), b_amax (1) | (E) for b_scope "group";
     offs (E) int32 cumulative row ends; bias (E, N) or None.
     Returns (M, N); rows past offs[E-1] are zeros.
-    plan / max_swizzle / raster: tuning overrides of the CUDA kernels (benchmarks, tests; the
-    same bits whatever is chosen): plan "auto" (by shape), "a" (dequantize both operands to
-    BF16, CUTLASS grouped GEMM) or "b" (one fused 4-bit kernel, where it applies); max_swizzle
-    0 (default), 1, 2, 4 or 8 and raster "m" or "n" of the CUTLASS group scheduler.
-    The CPU ignores them.
+    plan / max_swizzle / raster: the CUDA tuning overrides (module docstring).
     """
     return _ops.grouped_gemm_m(
         a_codes,
@@ -250,11 +247,7 @@ def grouped_gemm_k(
     quantized along the token dim T (columnwise outputs of quantize); amaxes (1) or (E);
     offs (E) int32 cumulative token ends, multiples of 16. Returns (E, N, K); an empty group
     gives zeros.
-    plan / max_swizzle / raster: tuning overrides of the CUDA kernels (benchmarks, tests; the
-    same bits whatever is chosen): plan "auto" (by shape), "a" (dequantize both operands to
-    BF16, CUTLASS grouped GEMM) or "b" (one fused 4-bit kernel, where it applies); max_swizzle
-    0 (default), 1, 2, 4 or 8 and raster "m" or "n" of the CUTLASS group scheduler.
-    The CPU ignores them.
+    plan / max_swizzle / raster: the CUDA tuning overrides (module docstring).
     """
     return _ops.grouped_gemm_k(
         a_codes,
