@@ -16,8 +16,9 @@ def _python_lengths():
     for path in sorted((ROOT / "python" / "f46").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                yield f"{path.relative_to(ROOT)}:{node.lineno} {node.name}", (
-                    node.end_lineno - node.lineno + 1
+                yield (
+                    f"{path.relative_to(ROOT)}:{node.lineno} {node.name}",
+                    (node.end_lineno - node.lineno + 1),
                 )
 
 
