@@ -28,6 +28,7 @@ REPS = int(os.environ.get("F46_BENCH_REPS", "7"))
 MICRO = 4
 MODES = ("quantized", "dequantized")
 GIB = float(1 << 30)
+DEVICE = "cuda"  # tests/python/test_bench_smoke.py runs main() on the CPU with tiny shapes
 # name, E, tokens, dim D, hidden F
 MOE = [
     ("Mixtral", 8, 16384, 4096, 14336),
@@ -131,7 +132,7 @@ def micro_batches(x, gy, counts: torch.Tensor):
 
 def main() -> None:
     gen = torch.Generator().manual_seed(0)
-    dev = torch.device("cuda")
+    dev = torch.device(DEVICE)
     ratios: dict[str, list[float]] = {m: [] for m in MODES}
     reuse: dict[str, list[float]] = {m: [] for m in MODES}
     rows = []

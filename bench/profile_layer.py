@@ -20,8 +20,9 @@ from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
+import bench_layer  # noqa: E402
 import f46  # noqa: E402
-from bench_layer import MOE, bf16_layer, layer_operands, train_step  # noqa: E402
+from bench_layer import bf16_layer, layer_operands, train_step  # noqa: E402
 
 REPS = int(os.environ.get("F46_PROFILE_REPS", "3"))
 TOP = int(os.environ.get("F46_PROFILE_TOP", "12"))
@@ -91,9 +92,9 @@ def summarize(label: str, times: dict[str, float], bf16_ms: float, bf16_gemm: fl
 
 def main() -> None:
     gen = torch.Generator().manual_seed(0)
-    dev = torch.device("cuda")
+    dev = torch.device(bench_layer.DEVICE)
     want = {s for s in SHAPES.split(",") if s}
-    for name, e, t, d, f in MOE:
+    for name, e, t, d, f in bench_layer.MOE:
         operands = layer_operands(e, t, d, f, gen, dev)  # same draws as bench_layer
         if want and name not in want:
             continue
