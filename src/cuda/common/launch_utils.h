@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 #include "f46/error.h"
 #include "f46/tensor.h"
@@ -27,6 +28,20 @@ inline unsigned grid_x(int64_t n, int64_t per_cta) {
 
 inline bool aligned_to(const void* p, int64_t bytes) {
   return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0;
+}
+
+// The widest access (16, 8, 4, 2 or 1 bytes) that divides every size and every address (null
+// counts as aligned): the word a row-copying kernel may move at a time. Host only, tested in CI.
+inline int64_t access_bytes(std::initializer_list<int64_t> sizes,
+                            std::initializer_list<const void*> addresses) {
+  int64_t w = 16;
+  for (; w > 1; w /= 2) {
+    bool ok = true;
+    for (int64_t s : sizes) ok = ok && s % w == 0;
+    for (const void* a : addresses) ok = ok && aligned_to(a, w);
+    if (ok) break;
+  }
+  return w;
 }
 
 // Streaming multiprocessors of CUDA device `device` (cached per device; src/cuda/device.cpp).

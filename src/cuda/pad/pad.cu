@@ -9,22 +9,12 @@ namespace f46::cuda {
 
 namespace {
 
-// Largest word (16, 8, 4, 2, 1 bytes) dividing the row size, both row strides and both bases.
-int64_t word_bytes(const PadParams& p) {
-  for (int64_t w = 16; w > 1; w /= 2) {
-    if (p.row_bytes % w == 0 && p.src_stride % w == 0 && p.dst_stride % w == 0 &&
-        aligned_to(p.src, w) && aligned_to(p.dst, w))
-      return w;
-  }
-  return 1;
-}
-
 template <bool kPad>
 void launch_pad(const PadParams& p, cudaStream_t stream) {
   const size_t shared = static_cast<size_t>(p.num_groups) * (sizeof(int64_t) + sizeof(int32_t));
   const int64_t warps = p.dst_rows < 132 * 64 ? (p.dst_rows > 0 ? p.dst_rows : 1) : 132 * 64;
   const dim3 grid(grid_x(warps, kPadWarps));
-  switch (word_bytes(p)) {
+  switch (access_bytes({p.row_bytes, p.src_stride, p.dst_stride}, {p.src, p.dst})) {
     case 16:
       pad_rows_kernel<uint4, kPad><<<grid, kPadThreads, shared, stream>>>(p);
       break;
@@ -101,7 +91,7 @@ void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context&
   p.src = nullptr;
   if (p.dst_rows == 0 || p.row_bytes == 0) return;
   const cudaStream_t stream = stream_of(ctx);
-  switch (word_bytes(p)) {
+  switch (access_bytes({p.row_bytes, p.src_stride, p.dst_stride}, {p.src, p.dst})) {
     case 16:
       return launch_zero<uint4>(p, stream);
     case 8:
