@@ -40,6 +40,22 @@ inline void check_dim(const at::Tensor& t, int64_t dim, const char* op, const ch
               t.dim(), "-D");
 }
 
+// The quantizer's output views: the rowwise pair and/or the columnwise pair.
+inline QuantizedOutputs output_views(bool rowwise, bool columnwise, const at::Tensor& codes,
+                                     const at::Tensor& scales, const at::Tensor& codes_t,
+                                     const at::Tensor& scales_t) {
+  QuantizedOutputs out;
+  if (rowwise) {
+    out.codes = to_view(codes, "codes");
+    out.scales = to_view(scales, "scales");
+  }
+  if (columnwise) {
+    out.codes_t = to_view(codes_t, "codes_t");
+    out.scales_t = to_view(scales_t, "scales_t");
+  }
+  return out;
+}
+
 template <class Env>
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
     const at::Tensor& x, const at::Tensor& amax, const std::optional<at::Tensor>& offsets,
@@ -82,15 +98,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
     ga.amax_columnwise = to_view(amax_columnwise, "amax_columnwise");
     ga.offsets = to_view(offsets, "offsets");
     ga.source_offsets = to_view(source_offsets, "source_offsets");
-    QuantizedOutputs out;
-    if (rowwise) {
-      out.codes = to_view(codes, "codes");
-      out.scales = to_view(scales, "scales");
-    }
-    if (columnwise) {
-      out.codes_t = to_view(codes_t, "codes_t");
-      out.scales_t = to_view(scales_t, "scales_t");
-    }
+    QuantizedOutputs out = output_views(rowwise, columnwise, codes, scales, codes_t, scales_t);
     call_f46([&] { f46::quantize(xv, ga, cfg, out, env.ctx()); });
   }
   return {codes, scales, codes_t, scales_t};
@@ -125,13 +133,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_experts_op(
     Env env(w);
     const TensorView wv = to_view(w, "w");
     const TensorView av = to_view(amax, "amax");
-    QuantizedOutputs out;
-    out.codes = to_view(codes, "codes");
-    out.scales = to_view(scales, "scales");
-    if (columnwise) {
-      out.codes_t = to_view(codes_t, "codes_t");
-      out.scales_t = to_view(scales_t, "scales_t");
-    }
+    QuantizedOutputs out = output_views(true, columnwise, codes, scales, codes_t, scales_t);
     call_f46([&] { f46::quantize_experts(wv, av, cfg, out, env.ctx()); });
   }
   return {codes, scales, codes_t, scales_t};
