@@ -92,3 +92,11 @@ def test_torchtitan_snippet():
     assert type(gate).__module__.startswith("torchtitan") and type(gate).__name__ == "Linear"
     experts = ns["moe"].routed_experts.inner_experts
     assert isinstance(experts, SwappedModule) and type(experts).__name__ == "NVFP4GroupedExperts"
+
+
+def test_readme_is_a_front_page():
+    """At most ~150 lines (a newcomer reads it in two minutes), the two commands first."""
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 160, f"README.md has {len(lines)} lines"
+    quick = lines.index("## Quick start")
+    assert quick < 15 and "scripts/demo.sh" in "\n".join(lines[quick : quick + 5])
