@@ -87,13 +87,19 @@ def test_pair_rejects_what_grouped_mm_rejects(device):
 
 
 def test_experts_layer_uses_pair_bitwise(device, monkeypatch):
-    """F46GroupedExperts forward + backward goes through the shared-A Function and equals the
-    layer written with two grouped_mm calls for the gate and up projections."""
+    """F46GroupedExperts forward + backward goes through the shared-A Function (on CUDA through
+    the fused SwiGLU Function, which shares x the same way) and equals the layer written with
+    two grouped_mm calls for the gate and up projections."""
     import f46.experts.gate_up_pair as gp
+    import f46.experts.swiglu as sw
 
     calls = []
-    real_apply = gp._GroupedMMPair.apply
-    monkeypatch.setattr(gp._GroupedMMPair, "apply", lambda *a: calls.append(1) or real_apply(*a))
+    for fn in (gp._GroupedMMPair, sw._GroupedSwiGLU):
+        real = fn.apply
+        tag = fn.__name__
+        monkeypatch.setattr(
+            fn, "apply", lambda *a, real=real, tag=tag: calls.append(tag) or real(*a)
+        )
     recipe = RECIPES["quantized"]
     torch.manual_seed(0)
     layer = f46.F46GroupedExperts(64, 48, 4, recipe).to(device)
@@ -105,7 +111,7 @@ def test_experts_layer_uses_pair_bitwise(device, monkeypatch):
     x0 = x.clone().requires_grad_()
     f46.reset_sr_offset()
     layer(x0, counts).backward(gy)
-    assert calls == [1]
+    assert calls == ["_GroupedSwiGLU" if device == "cuda" else "_GroupedMMPair"]
     got = [x0.grad] + [p.grad.clone() for p in (layer.w1, layer.w2, layer.w3)]
     layer.zero_grad()
     x1 = x.clone().requires_grad_()
