@@ -5,6 +5,7 @@ Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/
 Prints per shape and mode: ms, TFLOP/s, x BF16 (BF16 time / f46 time) of a step that quantizes
 its weights (as every step after an optimizer update does), the step's peak memory
 above what is resident before it (torch.cuda.max_memory_allocated), then the geometric means;
+rows with the GEMM plan forced for the shapes of FORCED_PLANS;
 then a gradient-accumulation step of MICRO micro-batches (the tokens split MICRO ways) with the
 quantized weights reused across micro-batches (f46.WeightCache, the module default) and
 without (cache_weights=False). Uneven (seeded log-normal) routing; tokens sorted by expert;
@@ -29,6 +30,9 @@ MICRO = 4
 MODES = ("quantized", "dequantized")
 GIB = float(1 << 30)
 DEVICE = "cuda"  # tests/python/test_bench_smoke.py runs main() on the CPU with tiny shapes
+# Shapes where the automatic GEMM plan is (b) and the GEMM plans table has plan (a) ahead: their
+# layer also timed with the recipe's gemm_plan forced (rows not in the geometric mean).
+FORCED_PLANS = {"Qwen3": "a"}
 # name, E, tokens, dim D, hidden F
 MOE = [
     ("Mixtral", 8, 16384, 4096, 14336),
@@ -174,6 +178,25 @@ def main() -> None:
             reuse[mode].append(times[1] / times[0])
             rows.append((label, mode, times[0], times[1]))
             del layer
+        if name in FORCED_PLANS:
+            plan = FORCED_PLANS[name]
+            for mode in MODES:
+                recipe = f46.Recipe(backward_override=mode, gemm_plan=plan)
+                layer = f46.F46GroupedExperts.from_bf16(
+                    w1.detach(), w2.detach(), w3.detach(), recipe
+                )
+                layer.to(dev)
+                layer.cache_weights = False
+
+                def run_forced():
+                    train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
+
+                ms = median_ms(run_forced)
+                print(
+                    f"| {label} | f46 4/6, {mode} bwd, plan {plan} | {ms:8.2f} | "
+                    f"{flops / ms / 1e9:6.1f} | {base / ms:.3f} | |"
+                )
+                del layer
         del x, gy, w1, w2, w3, micro
         torch.cuda.empty_cache()
     for mode, r in ratios.items():

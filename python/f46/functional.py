@@ -92,6 +92,7 @@ def _linear_gemm(xc, xs, x_amax, scope, qw: QuantizedWeight, bias, recipe, dtype
         b_bound=qw.scale_bound,
         bias=bias_for_gemm(bias),
         out_dtype=gemm_out_dtype(dtype),
+        plan=recipe.gemm_plan,
     )  # (M, N), N10
     return _cast(y, dtype)
 
@@ -176,7 +177,7 @@ class _Linear(torch.autograd.Function):
                     wct,
                     wst,
                     w_amax,
-                    **recipe.gradient_gemm_bounds(),
+                    **recipe.gradient_gemm_kwargs(),
                     out_dtype=gemm_out_dtype(ctx.x_dtype),
                 ).to(ctx.x_dtype)  # (M, K)
             if need_dw:
@@ -187,7 +188,7 @@ class _Linear(torch.autograd.Function):
                     ct,
                     st,
                     amax_t,
-                    **recipe.gradient_gemm_bounds(),
+                    **recipe.gradient_gemm_kwargs(),
                     out_dtype=gemm_out_dtype(ctx.w_dtype),
                 ).to(ctx.w_dtype)  # (N, K)
         if need_db:
@@ -322,6 +323,7 @@ def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recip
         a_bound=recipe.scale_bound,
         b_bound=qw.scale_bound,
         bias=bias_for_gemm(bias),
+        plan=recipe.gemm_plan,
         out_dtype=gemm_out_dtype(dtype),
     )  # (M, N); rows past offs[E-1] are zero
     return _cast(y, dtype)
@@ -411,7 +413,7 @@ def _grouped_backward_quantized(
             offs,
             a_scope="group",
             b_scope="group",
-            **recipe.gradient_gemm_bounds(),
+            **recipe.gradient_gemm_kwargs(),
             out_dtype=gemm_out_dtype(dtypes[0]),
         ).to(dtypes[0])  # (M, K)
     if need_db:
@@ -441,7 +443,7 @@ def _grouped_backward_quantized(
             poffs,
             a_scope="group",
             b_scope="group",
-            **recipe.gradient_gemm_bounds(),
+            **recipe.gradient_gemm_kwargs(),
             out_dtype=gemm_out_dtype(dtypes[1]),
         ).to(dtypes[1])  # (E, N, K)
     return da, db

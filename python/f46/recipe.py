@@ -17,6 +17,7 @@ BACKWARD_OVERRIDES = (None, *BACKWARD_MODES)  # None: the resolved default
 GRAD_ROUNDINGS = ("rne", "stochastic")  # N5, N6
 WEIGHT_BLOCKS = {"1x16": 1, "16x16": 16}  # name -> Recipe.weight_block (N1.4)
 PRESET_SCALE_BOUNDS = (256, 448)  # four_over_six() and nvfp4() (torchao's e4m3_scale_bound)
+GEMM_PLANS = ("auto", "a", "b")  # the CUDA GEMM plan (docs/design.md, "GEMM plans on Hopper")
 
 # Standard NVFP4 gradient arithmetic (N4): bound 448, rule all6.
 GRAD_SCALE_BOUND = 448.0
@@ -41,6 +42,9 @@ class Recipe:
     pad_token_groups: None, or an alignment: grouped forward pads every token group to a
         multiple of it (N12) before quantizing, then slices the padding away.
     seed: base seed of stochastic rounding; advanced once per backward call in eager mode.
+    gemm_plan: the CUDA GEMMs' plan, speed only (every plan gives the same bits; the CPU
+        ignores it): "auto" (chosen by shape), "a" (dequantize to BF16 + CUTLASS) or "b" (the
+        fused 4-bit kernel where it applies, else "a"). For benchmarks and tuning.
     """
 
     err_mode: str = "mae"
@@ -52,6 +56,7 @@ class Recipe:
     wgrad_rht: bool = False
     pad_token_groups: Optional[int] = None
     seed: int = 0
+    gemm_plan: str = "auto"
 
     def __post_init__(self):
         if self.err_mode not in ERR_MODES:
@@ -93,6 +98,10 @@ class Recipe:
             )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"Recipe.seed must be a non-negative int, got {self.seed!r}")
+        if self.gemm_plan not in GEMM_PLANS:
+            raise ValueError(
+                f"Recipe.gemm_plan must be one of {GEMM_PLANS}, got {self.gemm_plan!r}"
+            )
 
     # ---- resolved defaults ---------------------------------------------------------------
     def dense_backward(self) -> str:
@@ -130,10 +139,11 @@ class Recipe:
         block = self.weight_block if operand == "weight" else 1
         return dict(rule=self.err_mode, scale_bound=self.scale_bound, block=block)
 
-    def gradient_gemm_bounds(self) -> dict:
-        """The global-scale bounds (a_bound, b_bound) of ops.gemm / ops.grouped_gemm_* for a
-        gradient GEMM (dgrad, wgrad): the N4 gradient against an operand of this recipe."""
-        return dict(a_bound=GRAD_SCALE_BOUND, b_bound=self.scale_bound)
+    def gradient_gemm_kwargs(self) -> dict:
+        """The keyword arguments of ops.gemm / ops.grouped_gemm_* for a gradient GEMM (dgrad,
+        wgrad): the global-scale bounds (a_bound, b_bound) of the N4 gradient against an
+        operand of this recipe, and the recipe's GEMM plan."""
+        return dict(a_bound=GRAD_SCALE_BOUND, b_bound=self.scale_bound, plan=self.gemm_plan)
 
     def replace(self, **kw) -> "Recipe":
         return dataclasses.replace(self, **kw)

@@ -21,6 +21,7 @@ def bench(monkeypatch):
 
     monkeypatch.setattr(bench_layer, "DEVICE", "cpu")
     monkeypatch.setattr(bench_layer, "MOE", [("tiny", 4, 256, 64, 96)])
+    monkeypatch.setattr(bench_layer, "FORCED_PLANS", {"tiny": "a"})
     calls = []
 
     def once(fn):
@@ -39,8 +40,10 @@ def test_bench_layer_prints_every_table(bench, capsys):
     out = capsys.readouterr().out
     for row in ("| bf16 |", "quantized bwd |", "dequantized bwd |", "micro-batches"):
         assert row in out
-    # BF16 step and peak, per mode: step, peak, accumulation with and without reuse
-    assert len(calls) == 2 + 2 * 4
+    # BF16 step and peak; per mode: step, peak, accumulation with and without reuse; per mode
+    # the step with the plan forced
+    assert len(calls) == 2 + 2 * 4 + 2
+    assert "quantized bwd, plan a |" in out
     assert out.count("| geometric mean |") == 4
 
 

@@ -73,3 +73,54 @@ def test_the_library_reads_no_environment_variable():
         if ("os.environ" in text or "os.getenv" in text) and f.name != "_loader.py":
             found.append(str(f.relative_to(root)))
     assert found == []
+
+
+# ---- the recipe's plan: every GEMM of a layer step takes it, and no bit changes -------------
+def _layer_step(device, plan, backward="quantized"):
+    import f46
+
+    torch.manual_seed(0)
+    recipe = f46.Recipe(backward_override=backward, gemm_plan=plan)
+    layer = f46.F46GroupedExperts(64, 48, 4, recipe).to(device)
+    for p in layer.parameters():
+        p.data = p.data.to(torch.bfloat16)
+    counts = torch.tensor([16, 0, 21, 43], device=device)
+    x = torch.randn(80, 64, device=device).to(torch.bfloat16).requires_grad_()
+    w = torch.randn(32, 64, device=device).to(torch.bfloat16).requires_grad_()
+    f46.reset_sr_offset()
+    y = layer(x, counts)
+    z = f46.linear(y, w, recipe=recipe)
+    z.float().square().sum().backward()
+    return [z, x.grad, w.grad, layer.w1.grad, layer.w2.grad, layer.w3.grad]
+
+
+def test_recipe_plan_reaches_every_gemm(monkeypatch):
+    seen = []
+    for name in ("gemm", "grouped_gemm_m", "grouped_gemm_k"):
+        real = getattr(ops, name)
+
+        def spy(*a, _real=real, _name=name, **kw):
+            seen.append((_name, kw.get("plan")))
+            return _real(*a, **kw)
+
+        monkeypatch.setattr(ops, name, spy)
+    _layer_step("cpu", "a")
+    assert {n for n, _ in seen} == {"gemm", "grouped_gemm_m", "grouped_gemm_k"}
+    assert all(plan == "a" for _, plan in seen), seen
+
+
+@pytest.mark.parametrize("plan", ["a", "b"])
+def test_recipe_plan_changes_no_bit(device, plan):
+    """Forced plans against the automatic one, forward and every gradient (on CUDA the plans
+    run different kernels; the CPU ignores the plan)."""
+    want = _layer_step(device, "auto")
+    got = _layer_step(device, plan)
+    for g, w in zip(got, want):
+        assert torch.equal(g.view(torch.int16), w.view(torch.int16))
+
+
+def test_recipe_plan_is_checked():
+    import f46
+
+    with pytest.raises(ValueError, match=r"Recipe.gemm_plan must be one of .*got 'c'"):
+        f46.Recipe(gemm_plan="c")

@@ -221,7 +221,7 @@ def test_quantize_kwargs():
         seed=7,
         offset=5,
     )
-    assert r.gradient_gemm_bounds() == dict(a_bound=448.0, b_bound=300.0)
+    assert r.gradient_gemm_kwargs() == dict(a_bound=448.0, b_bound=300.0, plan="auto")
     with pytest.raises(ValueError, match="operand"):
         r.quantize_kwargs("bias")
 

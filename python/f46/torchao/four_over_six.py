@@ -342,7 +342,7 @@ class four_over_six_mm(torch.autograd.Function):
             gp = F.pad(g, (0, 0, 0, round_up(m, 16) - m))  # (Mp, N): whole 16-token blocks
             g_amax = ops.amax(gp)
             gc, gs, gct, gst = quantize_gradient(gp, g_amax, recipe, 0, columnwise=True)
-            kw = dict(**recipe.gradient_gemm_bounds(), out_dtype=BF16)
+            kw = dict(**recipe.gradient_gemm_kwargs(), out_dtype=BF16)
             dx = ops.gemm(gc[:m], gs[:m], g_amax, wct, wst, w_amax, **kw)  # (M, K)
             dw = ops.gemm(gct, gst, g_amax, ct, st, amax_t, **kw)  # (N, K)
         dx = dx.reshape(ctx.input_shape)
