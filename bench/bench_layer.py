@@ -4,7 +4,8 @@ dequantized backward) vs the same layer in BF16 on torch._grouped_mm, measured i
 Usage (GPU): F46_TORCH_LIBRARY=<build>/python/f46/libf46_torch.so python3 bench/bench_layer.py
 Prints per shape and mode: ms, TFLOP/s, x BF16 (BF16 time / f46 time) of a step that quantizes
 its weights (as every step after an optimizer update does), the step's peak memory
-above what is resident before it (torch.cuda.max_memory_allocated), then the geometric means;
+above what is resident before it (torch.cuda.max_memory_allocated) and what its forward leaves
+allocated for the backward (output + saved tensors), then the geometric means;
 rows with the GEMM plan forced for the shapes of FORCED_PLANS;
 then a gradient-accumulation step of MICRO micro-batches (the tokens split MICRO ways) with the
 quantized weights reused across micro-batches (f46.WeightCache, the module default) and
@@ -102,6 +103,17 @@ def peak_gib(fn) -> float:
     return (torch.cuda.max_memory_allocated() - before) / GIB
 
 
+def held_gib(forward) -> float:
+    """What a forward leaves allocated: its output and the tensors saved for the backward."""
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    out = forward()
+    torch.cuda.synchronize()
+    held = torch.cuda.memory_allocated() - before
+    del out
+    return held / GIB
+
+
 def geomean(r: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in r) / len(r))
 
@@ -140,7 +152,10 @@ def main() -> None:
     ratios: dict[str, list[float]] = {m: [] for m in MODES}
     reuse: dict[str, list[float]] = {m: [] for m in MODES}
     rows = []
-    print("| shape | mode | ms | TFLOP/s | x BF16 | peak GiB |\n|---|---|---|---|---|---|")
+    print(
+        "| shape | mode | ms | TFLOP/s | x BF16 | peak GiB | saved GiB |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     for name, e, t, d, f in MOE:
         counts, offs, x, gy, w1, w3, w2 = layer_operands(e, t, d, f, gen, dev)
         flops = 18.0 * t * d * f  # 3 GEMMs forward, 6 backward
@@ -152,7 +167,7 @@ def main() -> None:
         label = f"{name} E{e} T{t} D{d} F{f}"
         print(
             f"| {label} | bf16 | {base:8.2f} | {flops / base / 1e9:6.1f} | 1.000 | "
-            f"{peak_gib(run_bf16):.2f} |"
+            f"{peak_gib(run_bf16):.2f} | {held_gib(lambda: bf16_layer(x, w1, w3, w2, offs)):.2f} |"
         )
         micro = micro_batches(x, gy, counts)
         for mode in MODES:
@@ -169,7 +184,8 @@ def main() -> None:
             ratios[mode].append(base / ms)
             print(
                 f"| {label} | f46 4/6, {mode} bwd | {ms:8.2f} | {flops / ms / 1e9:6.1f} | "
-                f"{base / ms:.3f} | {peak_gib(run_f46):.2f} |"
+                f"{base / ms:.3f} | {peak_gib(run_f46):.2f} | "
+                f"{held_gib(lambda: layer(x, counts)):.2f} |"
             )
             times = []
             for cache in (True, False):
@@ -194,13 +210,13 @@ def main() -> None:
                 ms = median_ms(run_forced)
                 print(
                     f"| {label} | f46 4/6, {mode} bwd, plan {plan} | {ms:8.2f} | "
-                    f"{flops / ms / 1e9:6.1f} | {base / ms:.3f} | |"
+                    f"{flops / ms / 1e9:6.1f} | {base / ms:.3f} | | |"
                 )
                 del layer
         del x, gy, w1, w2, w3, micro
         torch.cuda.empty_cache()
     for mode, r in ratios.items():
-        print(f"| geometric mean | f46 4/6, {mode} bwd | | | {geomean(r):.3f} | |")
+        print(f"| geometric mean | f46 4/6, {mode} bwd | | | {geomean(r):.3f} | | |")
     print(
         f"\n| shape | mode | {MICRO} micro-batches, weights reused ms | quantized per call ms "
         "| speed-up |\n|---|---|---|---|---|"

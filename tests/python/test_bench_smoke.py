@@ -31,6 +31,7 @@ def bench(monkeypatch):
 
     monkeypatch.setattr(bench_layer, "median_ms", once)
     monkeypatch.setattr(bench_layer, "peak_gib", lambda fn: once(fn) * 0.0)
+    monkeypatch.setattr(bench_layer, "held_gib", lambda fn: (fn(), 0.0)[1])
     return bench_layer, calls
 
 
