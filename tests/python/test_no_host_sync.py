@@ -46,13 +46,16 @@ def test_cuda_experts_layer_step_never_syncs(backward):
 def test_cuda_grouped_mm_and_torchao_never_sync():
     from f46.torchao import four_over_six_grouped_mm
 
-    x, gy, n = _operands()
+    x, gy, n = _operands(d=128)  # torchao's K and N: multiples of 128
     offs = torch.cumsum(n, 0).to(torch.int32)
-    w = (torch.randn(4, 64, 64, device="cuda") * 0.1).to(torch.bfloat16).requires_grad_()
+    w = (torch.randn(4, 128, 128, device="cuda") * 0.1).to(torch.bfloat16).requires_grad_()
     recipe = f46.Recipe(backward_override="quantized")
-    f46.grouped_mm(x, w, offs, recipe=recipe).backward(gy)  # warm-up
-    four_over_six_grouped_mm(x, w, offs).sum().backward()
-    with _NoSync():
+
+    def step():
         f46.grouped_mm(x, w, offs, recipe=recipe).backward(gy)
-        four_over_six_grouped_mm(x, w, offs).sum().backward()
-    assert w.grad is not None
+        four_over_six_grouped_mm(x, w, offs).sum().backward()  # w: (E, N, K) as in torchao
+
+    step()  # warm-up
+    with _NoSync():
+        step()
+    assert w.grad is not None and x.grad is not None
