@@ -66,16 +66,24 @@ F46_HD float round_to_grid_s(float v) {
   const float c = fma_rn(m, k2p22, -v);
   return fma_rn(m, k2p22, -c);
 }
-// E4M3 bytes of two scaled grid values, lo at bits 0..7 (= 4 * code), hi at bits 8..15.
-F46_HD uint32_t code_bytes_s(float lo, float hi) {
+// E4M3 bytes (N1.3) of lo and hi in one conversion (round to nearest even, saturating at 448):
+// bits 0..7 lo, 8..15 hi. For 0 <= lo, hi < 2^100 equal to num::e4m3_from_float(min(., 448)).
+// The host form: NaN -> 0x7F, else the sign bit and the magnitude rounded and saturated.
+F46_HD uint32_t e4m3_satfinite(float v) {
+  if (v != v) return num::kE4M3NaN;
+  return ((num::bits(v) >> 24) & 0x80u) | num::e4m3_from_float(num::abs(v));
+}
+F46_HD uint32_t e4m3x2(float lo, float hi) {
 #if defined(__CUDA_ARCH__)
   uint16_t r;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
   return r;
 #else
-  return num::e4m3_from_float(lo) | (uint32_t{num::e4m3_from_float(hi)} << 8);
+  return e4m3_satfinite(lo) | (e4m3_satfinite(hi) << 8);
 #endif
 }
+// E4M3 bytes of two scaled grid values, lo at bits 0..7 (= 4 * code), hi at bits 8..15.
+F46_HD uint32_t code_bytes_s(float lo, float hi) { return e4m3x2(lo, hi); }
 // Magnitude codes of 8 scaled grid values at nibbles 0..7 (pack_codes8_s): bytes 4 c0, 4 c2,
 // 4 c4, 4 c6 (the `even` word) shifted down by 2, or'ed with bytes 4 c1, 4 c3, 4 c5, 4 c7 (`odd`)
 // shifted up by 2 (no bits cross a byte). In two halves, so a choice between two candidates

@@ -43,22 +43,8 @@ F46_HD float max_nan(float a, float b) {  // NaN if either is NaN
 #endif
 }
 F46_HD bool error_fast_ok(float sf, float amax) { return grid::error_fast_ok(sf, amax); }
-// E4M3 bytes (N1.3) of lo and hi in one conversion (round to nearest even, saturating at 448):
-// bits 0..7 lo, 8..15 hi. For 0 <= lo, hi < 2^100 equal to num::e4m3_from_float(min(., 448)).
-// The host form: NaN -> 0x7F, else the sign bit and the magnitude rounded and saturated.
-F46_HD uint32_t e4m3_satfinite(float v) {
-  if (v != v) return num::kE4M3NaN;
-  return ((num::bits(v) >> 24) & 0x80u) | num::e4m3_from_float(num::abs(v));
-}
-F46_HD uint32_t e4m3x2(float lo, float hi) {
-#if defined(__CUDA_ARCH__)
-  uint16_t r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-  return r;
-#else
-  return e4m3_satfinite(lo) | (e4m3_satfinite(hi) << 8);
-#endif
-}
+using grid::e4m3_satfinite;
+using grid::e4m3x2;
 F46_HD bool e4m3x2_ok(float base) {
   return base >= 0.0f && base < 1.26765060e+30f;  // 2^100
 }
