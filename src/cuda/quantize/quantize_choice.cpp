@@ -37,24 +37,6 @@ bool rowcol(const QuantizeCase& c) {
 
 }  // namespace
 
-const char* quantize_kernel_name(QuantizeKernel k) {
-  switch (k) {
-    case QuantizeKernel::kRows:
-      return "rows";
-    case QuantizeKernel::kRowsLean:
-      return "rows_lean";
-    case QuantizeKernel::kRowsLeanTensor:
-      return "rows_lean_tensor";
-    case QuantizeKernel::kTile:
-      return "tile";
-    case QuantizeKernel::kQuad16:
-      return "quad16";
-    case QuantizeKernel::kRowCol:
-      return "rowcol";
-  }
-  return "?";
-}
-
 QuantizeKernel choose_quantize_kernel(const QuantizeCase& c) {
   if (c.tile16 || c.columnwise) {  // blocks along the rows: the tile kernel's family
     if (quad16(c)) return QuantizeKernel::kQuad16;

@@ -19,8 +19,6 @@ enum class QuantizeKernel : uint8_t {
   kRowCol,          // quantize_rowcol_lean_kernel: bf16 1x16 rowwise + columnwise per tensor
 };
 
-const char* quantize_kernel_name(QuantizeKernel k);
-
 // What the choice depends on, from the validated arguments (src/quantize.cpp checked them).
 struct QuantizeCase {
   bool bf16 = false;

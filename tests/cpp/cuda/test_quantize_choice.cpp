@@ -131,7 +131,7 @@ TEST(QuantizeChoice, EveryCaseMeetsItsKernelsRequirements) {
           c.cols = (bits & 64) ? 1024 : 1040;
           const K k = choose_quantize_kernel(c);
           reached.insert(k);
-          const std::string what = std::string(quantize_kernel_name(k)) + " bits " +
+          const std::string what = "kernel " + std::to_string(static_cast<int>(k)) + " bits " +
                                    std::to_string(bits) + " out " + std::to_string(out);
           const bool along_rows = c.columnwise || c.tile16;
           EXPECT_EQ(along_rows, k == K::kTile || k == K::kQuad16 || k == K::kRowCol) << what;
