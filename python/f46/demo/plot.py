@@ -36,6 +36,23 @@ def _pyplot():
     return plt
 
 
+def _difference_panel(ax, ylabel: str, title: str, legend_size: int) -> None:
+    """A panel of differences to BF16 over training steps: the zero line, labels, grid."""
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=legend_size)
+
+
+def _save(plt, fig, path: str) -> str:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def plot_loss_curves(doc: dict, path: str, title: str = "") -> str:
     """Left: train loss (moving average) of every seed (faint) and their mean (solid), and the
     mean validation loss (dashed, markers). Right, when BF16 ran: each quantized mode's
@@ -103,19 +120,14 @@ def plot_loss_curves(doc: dict, path: str, title: str = "") -> str:
             ]
             ax.plot(range(1, len(train) + 1), train, color=colors[mode], lw=0.9, ls=":",
                     label=f"{mode} - bf16, train (moving avg {window})")  # fmt: skip
-        ax.axhline(0.0, color="k", lw=0.8)
-        ax.set_xlabel("step")
-        ax.set_ylabel("loss minus BF16 (nats / byte)")
         band = "band: 95% t-interval over seeds, faint: per seed" if n > 1 else "one seed"
-        ax.set_title(
-            f"difference to BF16, same init and batches within a seed\n({band})", fontsize=10
+        _difference_panel(
+            ax,
+            "loss minus BF16 (nats / byte)",
+            f"difference to BF16, same init and batches within a seed\n({band})",
+            legend_size=8,
         )
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_quant_error(doc: dict, path: str) -> str | None:
@@ -151,10 +163,7 @@ def plot_quant_error(doc: dict, path: str) -> str | None:
         "seed(s) (gradients: N4 all-6 against the 4/6 rule, round-to-nearest)",
         fontsize=10,
     )
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def plot_probe(doc: dict, path: str) -> str:
@@ -173,13 +182,10 @@ def plot_probe(doc: dict, path: str) -> str:
             steps = [st for st, _ in r["val_loss"]]
             diff = [v - b for (_, v), (_, b) in zip(r["val_loss"], base["val_loss"])]
             ax.plot(steps, diff, color=f"C{i}", ls=ls, marker="o", ms=3, label=f"{name} {mode}")
-    ax.axhline(0.0, color="k", lw=0.8)
-    ax.set_xlabel("step")
-    ax.set_ylabel("val loss minus BF16 (nats / byte)")
-    ax.set_title(f"probe: stress settings, seed {doc['seed']}, one run each", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    _difference_panel(
+        ax,
+        "val loss minus BF16 (nats / byte)",
+        f"probe: stress settings, seed {doc['seed']}, one run each",
+        legend_size=7,
+    )
+    return _save(plt, fig, path)
