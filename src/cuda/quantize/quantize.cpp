@@ -98,16 +98,12 @@ void fill_params(const TensorView& x, int64_t rows, const GlobalAmax& amax,
     p.scales_t_stride = out.scales_t.strides[0];
     p.wide_cols = aligned_to(p.codes_t, 16) && p.codes_t_stride % 16 == 0 &&
                   aligned_to(p.scales_t, 2) && p.scales_t_stride % 2 == 0;
-    // Band pairs only for the modes without a 4/6 decision: they are bound by the columnwise
-    // stores, the error rules by their arithmetic (band pairs measured no faster there).
-    const QuantMode m = mode_of(cfg);
-    p.pair_cols = p.wide_cols && aligned_to(p.scales_t, 4) && p.scales_t_stride % 4 == 0 &&
-                  m != QuantMode::kMAE && m != QuantMode::kMSE && m != QuantMode::kAbsMax;
   }
 }
 
-// The kernel for the call (choose_quantize_kernel), its grid and dynamic shared memory.
-QuantizeLaunch choose_launch(DType dtype, const QuantizeConfig& cfg, const QuantizeParams& p) {
+// The kernel for the call (choose_quantize_kernel), its grid and dynamic shared memory; the
+// tile kernel's band pairs (tile_pair_cols) into p.
+QuantizeLaunch choose_launch(DType dtype, const QuantizeConfig& cfg, QuantizeParams& p) {
   QuantizeCase c;
   c.bf16 = dtype == DType::kBFloat16;
   c.rows = p.rows;
@@ -126,6 +122,9 @@ QuantizeLaunch choose_launch(DType dtype, const QuantizeConfig& cfg, const Quant
   c.packed_x = p.x_stride == p.cols || p.rows == 1;
   c.packed_rowwise = cfg.rowwise && p.codes_stride * 2 == p.cols && p.scales_stride * 16 == p.cols;
   c.wide_rows = p.wide_rows;
+  c.wide_cols = p.wide_cols;
+  c.scale_words_t = cfg.columnwise && aligned_to(p.scales_t, 4) && p.scales_t_stride % 4 == 0;
+  p.pair_cols = tile_pair_cols(c);
   QuantizeLaunch l;
   l.kernel = choose_quantize_kernel(c);
   l.mode = c.mode;
@@ -136,8 +135,7 @@ QuantizeLaunch choose_launch(DType dtype, const QuantizeConfig& cfg, const Quant
     l.shared_bytes =
         staged_offsets_bytes(p.num_groups, "quantize") * (p.src_offsets != nullptr ? 2 : 1);
   // Clamped to resident CTAs at launch.
-  l.grid =
-      dim3(grid_x(quantize_grid_items(l.kernel, c, p.pair_cols), quantize_items_per_cta(l.kernel)));
+  l.grid = dim3(grid_x(quantize_grid_items(l.kernel, c), quantize_items_per_cta(l.kernel)));
   return l;
 }
 

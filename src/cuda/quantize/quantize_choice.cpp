@@ -49,7 +49,12 @@ QuantizeKernel choose_quantize_kernel(const QuantizeCase& c) {
   return tensor ? QuantizeKernel::kRowsLeanTensor : QuantizeKernel::kRowsLean;
 }
 
-int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c, bool pair_cols) {
+bool tile_pair_cols(const QuantizeCase& c) {
+  return c.columnwise && c.wide_cols && c.scale_words_t && c.mode != QuantMode::kMAE &&
+         c.mode != QuantMode::kMSE && c.mode != QuantMode::kAbsMax;
+}
+
+int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c) {
   switch (k) {
     case QuantizeKernel::kRowCol:  // a warp per run
       return ceil_div64(c.rows / 16, kRowColRun) * (c.cols / 64);
@@ -57,7 +62,7 @@ int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c, bool pair_c
       return c.columnwise ? ceil_div64(c.rows / 16, kQuadRun) * ceil_div64(c.cols, kQuadCols)
                           : c.rows / 16 * ceil_div64(c.cols, kQuadCols);
     case QuantizeKernel::kTile: {  // a warp per unit at most (band pairs or bands)
-      const int64_t seg_rows = (pair_cols ? 2 : 1) * kUnitRows;
+      const int64_t seg_rows = (tile_pair_cols(c) ? 2 : 1) * kUnitRows;
       return ceil_div64(c.rows, seg_rows) * ceil_div64(c.cols, kUnitCols);
     }
     default:  // a thread per 16-element block per step

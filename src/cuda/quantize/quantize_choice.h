@@ -33,14 +33,22 @@ struct QuantizeCase {
   bool packed_x = false;         // x rows contiguous (row stride == cols, or one row)
   bool packed_rowwise = false;   // codes/scales rows exactly cols/2 and cols/16 bytes
   bool wide_rows = false;        // rowwise stores of 16 code bytes and 4 scales are aligned
+  bool wide_cols = false;        // columnwise stores of 16 code bytes and 2 scales are aligned
+  bool scale_words_t = false;    // ... and of 4 columnwise scale bytes
 };
 
 QuantizeKernel choose_quantize_kernel(const QuantizeCase& c);
 
+// Whether the tile kernel takes band pairs (two 32-row bands a warp, QuantizeParams::pair_cols):
+// columnwise output with 4-byte scale stores, and only for the modes without a 4/6 decision,
+// which the columnwise stores bound (the error rules are bound by their arithmetic; band pairs
+// measured no faster there).
+bool tile_pair_cols(const QuantizeCase& c);
+
 // Items of the grid for kernel k (warps or threads, as the launcher divides them): rowcol runs
 // of kRowColRun units, quad steps or runs, tile-kernel units, or one 16-element block per
 // thread for the rows kernels.
-int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c, bool pair_cols);
+int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c);
 // ... and how many of them one CTA takes (its warps, or its threads for the rows kernels).
 int quantize_items_per_cta(QuantizeKernel k);
 

@@ -154,18 +154,44 @@ TEST(QuantizeChoice, EveryCaseMeetsItsKernelsRequirements) {
   EXPECT_EQ(reached.size(), 6u);
 }
 
+TEST(QuantizeChoice, TileBandPairsOnlyWithoutA46DecisionAndWithWordStores) {
+  QuantizeCase c = lean_case();
+  c.columnwise = true;
+  c.wide_cols = c.scale_words_t = true;
+  for (QuantMode m : {QuantMode::kAll6, QuantMode::kAll4, QuantMode::kGradient}) {
+    c.mode = m;
+    EXPECT_TRUE(tile_pair_cols(c)) << static_cast<int>(m);
+  }
+  for (QuantMode m : {QuantMode::kMAE, QuantMode::kMSE, QuantMode::kAbsMax}) {
+    c.mode = m;
+    EXPECT_FALSE(tile_pair_cols(c)) << static_cast<int>(m);
+  }
+  c.mode = QuantMode::kGradient;
+  c.scale_words_t = false;
+  EXPECT_FALSE(tile_pair_cols(c));
+  c.scale_words_t = true;
+  c.wide_cols = false;
+  EXPECT_FALSE(tile_pair_cols(c));
+  c.wide_cols = true;
+  c.columnwise = false;
+  EXPECT_FALSE(tile_pair_cols(c));
+}
+
 TEST(QuantizeChoice, GridItems) {
   QuantizeCase c = lean_case();  // (4096, 1024)
-  EXPECT_EQ(quantize_grid_items(K::kRows, c, false), 4096 * 64);
-  EXPECT_EQ(quantize_grid_items(K::kRowsLeanTensor, c, false), 4096 * 64);
+  EXPECT_EQ(quantize_grid_items(K::kRows, c), 4096 * 64);
+  EXPECT_EQ(quantize_grid_items(K::kRowsLeanTensor, c), 4096 * 64);
   c.columnwise = true;
-  EXPECT_EQ(quantize_grid_items(K::kRowCol, c, false), 256 / kRowColRun * (1024 / 64));
-  EXPECT_EQ(quantize_grid_items(K::kTile, c, false), 4096 / 32 * (1024 / 64));
-  EXPECT_EQ(quantize_grid_items(K::kTile, c, true), 4096 / 64 * (1024 / 64));
+  EXPECT_EQ(quantize_grid_items(K::kRowCol, c), 256 / kRowColRun * (1024 / 64));
+  EXPECT_EQ(quantize_grid_items(K::kTile, c), 4096 / 32 * (1024 / 64));
+  c.mode = QuantMode::kGradient;  // band pairs: half the tile-kernel items
+  c.wide_cols = c.scale_words_t = true;
+  EXPECT_EQ(quantize_grid_items(K::kTile, c), 4096 / 64 * (1024 / 64));
+  c.mode = QuantMode::kMAE;
   c.tile16 = true;
-  EXPECT_EQ(quantize_grid_items(K::kQuad16, c, false), 256 / kQuadRun * (1024 / kQuadCols));
+  EXPECT_EQ(quantize_grid_items(K::kQuad16, c), 256 / kQuadRun * (1024 / kQuadCols));
   c.columnwise = false;
-  EXPECT_EQ(quantize_grid_items(K::kQuad16, c, false), 256 * (1024 / kQuadCols));
+  EXPECT_EQ(quantize_grid_items(K::kQuad16, c), 256 * (1024 / kQuadCols));
 }
 
 }  // namespace
