@@ -185,17 +185,12 @@ void quantize_experts(const TensorView& w, const TensorView& amax, const Quantiz
   QuantizeParams p;
   QuantizeLaunch l;
   if (!prepare(v0.x, v0.amax, cfg, v0.out, p, l)) return;  // empty experts
-  // One launch when the 16x16 weights kernel takes expert 0 (then every expert: same shape,
-  // same strides, and the batch strides keep each expert's alignment) and an expert alone
-  // would not fill the device (fewer CTAs than SMs x kQuadColMinCtas): the batched form's
-  // extra registers spill a little, which cost large experts ~3 % of the layer step (H100).
-  const bool small = l.grid.x < static_cast<unsigned>(sm_count_current() * kQuadColMinCtas);
   const int64_t es = dtype_size(w.dtype);
   const bool aligned =
       (w.strides[0] * es) % 16 == 0 &&
       (!cfg.rowwise || (out.codes.strides[0] % 16 == 0 && out.scales.strides[0] % 4 == 0)) &&
       (!cfg.columnwise || (out.codes_t.strides[0] % 16 == 0 && out.scales_t.strides[0] % 4 == 0));
-  if (l.kernel == QuantizeKernel::kQuad16 && small && e > 1 && e <= 65535 && aligned) {
+  if (quad16_batched(l.kernel, e, aligned, l.grid.x, sm_count_current())) {  // one launch
     l.batch = static_cast<int>(e);
     p.x_batch = w.strides[0];
     p.amax_batch = amax.strides[0];

@@ -54,6 +54,12 @@ bool tile_pair_cols(const QuantizeCase& c) {
          c.mode != QuantMode::kMSE && c.mode != QuantMode::kAbsMax;
 }
 
+bool quad16_batched(QuantizeKernel k, int64_t experts, bool batch_aligned, int64_t grid_ctas,
+                    int sm_count) {
+  return k == QuantizeKernel::kQuad16 && experts > 1 && experts <= 65535 && batch_aligned &&
+         grid_ctas < int64_t{sm_count} * kQuadColMinCtas;
+}
+
 int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c) {
   switch (k) {
     case QuantizeKernel::kRowCol:  // a warp per run

@@ -45,6 +45,15 @@ QuantizeKernel choose_quantize_kernel(const QuantizeCase& c);
 // measured no faster there).
 bool tile_pair_cols(const QuantizeCase& c);
 
+// Whether quantize_experts quantizes its E experts in one batched launch of the 16x16 weights
+// kernel: that kernel takes expert 0 (then every expert: same shape and strides), the batch
+// strides keep each expert's 16-byte alignment (`batch_aligned`), 1 < E <= 65535, and one
+// expert's `grid_ctas` would not fill the device (fewer than `sm_count` x kQuadColMinCtas): the
+// batched form's extra registers spill a little, which cost large experts ~3 % of the layer
+// step (H100).
+bool quad16_batched(QuantizeKernel k, int64_t experts, bool batch_aligned, int64_t grid_ctas,
+                    int sm_count);
+
 // Items of the grid for kernel k (warps or threads, as the launcher divides them): rowcol runs
 // of kRowColRun units, quad steps or runs, tile-kernel units, or one 16-element block per
 // thread for the rows kernels.

@@ -177,6 +177,19 @@ TEST(QuantizeChoice, TileBandPairsOnlyWithoutA46DecisionAndWithWordStores) {
   EXPECT_FALSE(tile_pair_cols(c));
 }
 
+TEST(QuantizeChoice, ExpertsBatchedOnlyForSmallAlignedQuad16) {
+  const int sms = 132;
+  const int64_t full = int64_t{sms} * kQuadColMinCtas;
+  EXPECT_TRUE(quad16_batched(K::kQuad16, 128, true, full - 1, sms));  // Qwen3-like experts
+  EXPECT_FALSE(quad16_batched(K::kQuad16, 8, true, full, sms));       // one expert fills it
+  EXPECT_FALSE(quad16_batched(K::kQuad16, 128, false, 16, sms));      // strides unaligned
+  EXPECT_FALSE(quad16_batched(K::kQuad16, 1, true, 16, sms));         // nothing to batch
+  EXPECT_TRUE(quad16_batched(K::kQuad16, 65535, true, 16, sms));
+  EXPECT_FALSE(quad16_batched(K::kQuad16, 65536, true, 16, sms));  // the grid's y limit
+  for (K k : {K::kRows, K::kRowsLean, K::kRowsLeanTensor, K::kTile, K::kRowCol})
+    EXPECT_FALSE(quad16_batched(k, 128, true, 16, sms)) << static_cast<int>(k);
+}
+
 TEST(QuantizeChoice, GridItems) {
   QuantizeCase c = lean_case();  // (4096, 1024)
   EXPECT_EQ(quantize_grid_items(K::kRows, c), 4096 * 64);
