@@ -212,8 +212,6 @@ def _check_common(x, w_shape_k, recipe, what):
         raise ValueError(
             f"{what} last dim ({x.shape[-1]}) must equal the weight's in_features ({w_shape_k})"
         )
-    if w_shape_k % 16 != 0:
-        raise ValueError(f"in_features (K) must be a multiple of 16, got K={w_shape_k}")
 
 
 def autocast_dtype(x: torch.Tensor) -> torch.dtype:
@@ -229,17 +227,17 @@ def matmul_shape_problem(
     n: int, k: int, recipe: Recipe, grouped: bool = False, dtype: Optional[torch.dtype] = None
 ) -> Optional[str]:
     """Why a weight (N, K) (per expert when grouped) of `dtype` cannot be an NVFP4 GEMM operand
-    under `recipe`, or None when it can (the checks of f46.linear / f46.grouped_mm, made up
-    front)."""
+    under `recipe`, or None when it can: the shape rules f46.linear and f46.grouped_mm raise
+    on, for the converters to ask up front."""
     if dtype is not None and dtype not in _DTYPES:
         return f"weight dtype {dtype} is not bfloat16, float16 or float32"
     if k % 16 != 0:
-        return f"in_features K={k} is not a multiple of 16 (NVFP4 1x16 blocks)"
+        return f"in_features K={k} must be a multiple of 16 (NVFP4 1x16 blocks)"
     if recipe.weight_block == 16 and n % 16 != 0:
-        return f"out_features N={n} is not a multiple of 16 (16x16 weight blocks)"
+        return f"out_features N={n} must be a multiple of 16 (16x16 weight blocks)"
     backward = recipe.grouped_backward() if grouped else recipe.dense_backward()
     if backward == "quantized" and n % 16 != 0:
-        return f"out_features N={n} is not a multiple of 16 (quantized backward)"
+        return f"out_features N={n} must be a multiple of 16 (quantized backward)"
     return None
 
 
@@ -261,12 +259,9 @@ def linear(
     n = w.shape[0]
     if bias is not None and tuple(bias.shape) != (n,):
         raise ValueError(f"bias must have shape ({n},), got {tuple(bias.shape)}")
-    if recipe.weight_block == 16 and n % 16 != 0:
-        raise ValueError(f"out_features (N) must be a multiple of 16 for 16x16 weights, got N={n}")
-    if recipe.dense_backward() == "quantized" and n % 16 != 0:
-        raise ValueError(
-            f"out_features (N) must be a multiple of 16 for the quantized backward, got N={n}"
-        )
+    problem = matmul_shape_problem(n, w.shape[1], recipe)
+    if problem is not None:
+        raise ValueError(f"w: {problem}")
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     if x2.shape[0] == 0:  # zero tokens: nothing to quantize
@@ -516,10 +511,9 @@ def _check_grouped(a, e, n, k, offs, bias, recipe):
         raise ValueError(f"offs must be on A's device {a.device}, got {offs.device}")
     if bias is not None and tuple(bias.shape) != (e, n):
         raise ValueError(f"bias must have shape ({e}, {n}), got {tuple(bias.shape)}")
-    if recipe.weight_block == 16 and n % 16 != 0:
-        raise ValueError(f"B's N must be a multiple of 16 for 16x16 weights, got N={n}")
-    if recipe.grouped_backward() == "quantized" and n % 16 != 0:
-        raise ValueError(f"B's N must be a multiple of 16 for the quantized backward, got N={n}")
+    problem = matmul_shape_problem(n, k, recipe, grouped=True)
+    if problem is not None:
+        raise ValueError(f"B: {problem}")
 
 
 def grouped_mm(
