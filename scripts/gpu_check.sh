@@ -54,7 +54,7 @@ if has sanitize && [[ -n "${F46_SANITIZE_ONLY:-}" ]]; then  # a short budget: on
   note "racecheck rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/racecheck.log" | tail -1)"
 elif has sanitize; then
   Q='Shapes/CudaQuantizeExperts.EqualsCpuBitwise/E5N48K160_16x16_mae*:Shapes/CudaQuantizeExperts.EqualsCpuBitwise/E3N1040K528*:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaAmax.NaNPropagates:CudaPad.*:CudaSwiGLU.*:CudaQuantizeVirtualPad.*:CudaQuantizeColumnwiseOnly.*'
-  G='Shapes/CudaGroupedM.MatchesFp64Reference/M20N33*:Shapes/CudaGroupedK.MatchesFp64Reference/N24K40*:CudaGroupedMOffsets.*:Shapes/CudaDenseGemm.MatchesFp64Reference/M37N50*:Shapes/CudaGroupedM.RowsPastLastOffsetAreZero/M2100*:Shapes/CudaGroupedK.EachGroupEqualsDenseGemmBitwise/N1040*:CudaGemmTuning.*:Shapes/CudaGemmFused.RunsPlanB/M330*:Shapes/CudaGemmFused.RunsPlanB/M40N*'
+  G='Shapes/CudaGroupedM.MatchesFp64Reference/M20N33*:Shapes/CudaGroupedK.MatchesFp64Reference/N24K40*:CudaGroupedMOffsets.*:Shapes/CudaDenseGemm.MatchesFp64Reference/M37N50*:Shapes/CudaGroupedM.RowsPastLastOffsetAreZero/M2100*:Shapes/CudaGroupedK.EachGroupEqualsDenseGemmBitwise/N1040*:CudaGemmTuning.*:Shapes/CudaGemmOperandCopy.*:Shapes/CudaGemmFused.RunsPlanB/M330*:Shapes/CudaGemmFused.RunsPlanB/M40N*'
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/f46_tests" \
     --gtest_filter="$Q:$G" --gtest_brief=1 > "$OUT/memcheck.log" 2>&1
   note "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"

@@ -3,48 +3,71 @@
 
 #include "common/numerics.h"
 #include "cuda/common/cuda_check.h"
+#include "cuda/dequantize/dequant_unit.cuh"
 #include "gemm_kernels.h"
 #include "gemm_scale.h"
 
 namespace f46::cuda::gemm_detail {
 namespace {
 
-// One CUDA block per output row; each thread converts one 16-element block (one E4M3 scale):
-// 8 code bytes in, 32 bytes of BF16 out.
-__global__ void dequant_bf16_kernel(DequantArgs a) {
-  const int64_t row = blockIdx.x;  // over groups * out_rows
-  const int64_t g = row / a.out_rows;
-  const int64_t r = row - g * a.out_rows;
-  const int64_t nblk = a.k / 16;
-  __nv_bfloat16* out = a.out + row * a.k;
-  const bool real = r < a.rows;
-  const uint8_t* codes = a.codes + g * a.code_group_stride + r * a.code_row_stride;
-  const uint8_t* scales = a.scales + g * a.scale_group_stride + r * a.scale_row_stride;
-  for (int64_t b = threadIdx.x; b < nblk; b += blockDim.x) {
-    alignas(16) __nv_bfloat16 v[16];
-    if (real) {
-      const float s = num::e4m3_to_float(scales[b]);
-      uint8_t c[8];
-      const uint8_t* src = codes + b * 8;
-      if ((reinterpret_cast<uintptr_t>(src) & 7u) == 0) {
-        const uint2 w = *reinterpret_cast<const uint2*>(src);
-        for (int i = 0; i < 4; ++i) c[i] = static_cast<uint8_t>(w.x >> (8 * i));
-        for (int i = 0; i < 4; ++i) c[4 + i] = static_cast<uint8_t>(w.y >> (8 * i));
-      } else {
-        for (int i = 0; i < 8; ++i) c[i] = src[i];
-      }
+// One thread per 8-element unit (one 16-byte BF16 store, half an E4M3-scaled block), the loads
+// of kCopyUnits units issued before any is converted; units in output order, so a warp writes
+// 512 contiguous bytes per store. value = e2m1_value(code) * e4m3_to_float(scale), exact in
+// BF16: for a finite scale the hardware E4M3 decode of the codes (dequant_unit_fast) gives the
+// same product; a NaN scale takes the element formula. Rows past `rows` are zeros.
+constexpr int kCopyThreads = 256;
+constexpr int kCopyUnits = 4;
+
+struct CopyShape {
+  int64_t units_per_row = 0, total = 0;
+  bool small = false;      // every unit index and row fits 32 bits: 32-bit divisions
+  bool vec_codes = false;  // 4-byte aligned code words
+};
+
+__device__ __forceinline__ int64_t div_index(int64_t x, int64_t d, bool small) {
+  return small ? static_cast<int64_t>(static_cast<uint32_t>(x) / static_cast<uint32_t>(d)) : x / d;
+}
+
+__global__ void __launch_bounds__(kCopyThreads) dequant_bf16_kernel(DequantArgs a, CopyShape c) {
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kCopyThreads * kCopyUnits + threadIdx.x;
+  uint32_t codes[kCopyUnits];
+  uint8_t scale[kCopyUnits];
+  bool real[kCopyUnits];
 #pragma unroll
-      for (int i = 0; i < 8; ++i) {  // N1.2: element 2i low nibble, 2i+1 high nibble
-        v[2 * i] = __float2bfloat16_rn(num::mul(num::e2m1_value(c[i] & 0xF), s));
-        v[2 * i + 1] = __float2bfloat16_rn(num::mul(num::e2m1_value(c[i] >> 4), s));
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < 16; ++i) v[i] = __float2bfloat16_rn(0.0f);
+  for (int k = 0; k < kCopyUnits; ++k) {
+    const int64_t u = first + k * kCopyThreads;
+    real[k] = false;
+    if (u >= c.total) break;
+    const int64_t row = div_index(u, c.units_per_row, c.small);  // over groups * out_rows
+    const int64_t col = (u - row * c.units_per_row) * 8;
+    const int64_t g = div_index(row, a.out_rows, c.small);
+    const int64_t r = row - g * a.out_rows;
+    real[k] = r < a.rows;
+    if (real[k]) {
+      codes[k] = load_unit_codes<8>(
+          a.codes + g * a.code_group_stride + r * a.code_row_stride + col / 2, c.vec_codes);
+      scale[k] = __ldg(a.scales + g * a.scale_group_stride + r * a.scale_row_stride + col / 16);
     }
-    uint4* dst = reinterpret_cast<uint4*>(out + b * 16);
-    dst[0] = reinterpret_cast<const uint4*>(v)[0];
-    dst[1] = reinterpret_cast<const uint4*>(v)[1];
+  }
+#pragma unroll
+  for (int k = 0; k < kCopyUnits; ++k) {
+    const int64_t u = first + k * kCopyThreads;
+    if (u >= c.total) return;
+    uint4* dst = reinterpret_cast<uint4*>(a.out + u * 8);
+    if (!real[k]) {
+      *dst = make_uint4(0u, 0u, 0u, 0u);
+      continue;
+    }
+    const float s = num::e4m3_to_float(scale[k]);
+    if (dequant_fast_ok(s)) {
+      *dst = dequant_unit_fast<Bf16>(codes[k], num::mul(s, 64.0f));
+      continue;
+    }
+    alignas(16) __nv_bfloat16 v[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+      v[j] = __float2bfloat16_rn(num::mul(num::e2m1_value((codes[k] >> (4 * j)) & 0xFu), s));
+    *dst = *reinterpret_cast<const uint4*>(v);
   }
 }
 
@@ -174,10 +197,19 @@ constexpr int kZeroBlocks = 1024;
 void launch_dequant_bf16(const DequantArgs& a, cudaStream_t stream) {
   const int64_t rows = a.groups * a.out_rows;
   if (rows == 0 || a.k == 0) return;
-  F46_CHECK(rows <= INT32_MAX, "dequantize for GEMM: too many rows: ", rows);
-  const int64_t nblk = a.k / 16;
-  const int threads = static_cast<int>(std::min<int64_t>(256, (nblk + 31) / 32 * 32));
-  dequant_bf16_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(a);
+  CopyShape c;
+  c.units_per_row = a.k / 8;
+  c.total = rows * c.units_per_row;
+  c.small = c.total <= 0xFFFFFFFFll;
+  const auto word = [](int64_t v) { return v % 4 == 0; };
+  c.vec_codes = reinterpret_cast<uintptr_t>(a.codes) % 4 == 0 && word(a.code_row_stride) &&
+                word(a.code_group_stride);
+  const int64_t per_block = int64_t{kCopyThreads} * kCopyUnits;
+  const int64_t blocks = (c.total + per_block - 1) / per_block;
+  F46_CHECK(blocks <= INT32_MAX, "dequantize for GEMM: too many elements: ", c.total * 8);
+  F46_CHECK(reinterpret_cast<uintptr_t>(a.out) % 16 == 0,
+            "dequantize for GEMM: the BF16 scratch must be 16-byte aligned");
+  dequant_bf16_kernel<<<static_cast<unsigned>(blocks), kCopyThreads, 0, stream>>>(a, c);
   F46_CHECK_CUDA(cudaGetLastError());
 }
 
