@@ -81,6 +81,9 @@ def test_verdict_indistinguishable():
     assert v.kind == "indistinguishable"
     assert v.text.startswith("not distinguishable at this scale")
     assert "95% t-interval includes 0" in v.text
+    # the gap is measurable, so the fraction closed is stated with its interval (around 0.08)
+    assert f"4/6 closes {100 * v.closed:.0f}% +/- {100 * v.closed_ci:.0f}% of it" in v.text
+    assert v.closed == pytest.approx(0.08, abs=0.05) and v.closed_ci > abs(v.closed)
 
 
 def test_verdict_no_gap_to_close():

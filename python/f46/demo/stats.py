@@ -11,7 +11,8 @@ The rule (two-sided 95% Student-t intervals over the n seeds, n - 1 degrees of f
 1. n < 2: no spread, no verdict.
 2. The interval of mean(gap) contains 0 or lies below it: NVFP4 has no measurable gap to close
    ("not distinguishable at this scale").
-3. The interval of mean(gain) contains 0: "not distinguishable at this scale".
+3. The interval of mean(gain) contains 0: "not distinguishable at this scale" (with the fraction
+   of rule 4 and its interval, which then contains 0).
 4. Otherwise 4/6 closes (gain > 0) or widens (gain < 0) the gap by
    closed = mean(gain) / mean(gap), reported with its 95% interval from the delta method
    (paired variances and covariance of gain and gap, the same t quantile).
@@ -127,8 +128,9 @@ def verdict(bf16: list, nvfp4: list, four_six: list) -> Verdict:
         kind = "indistinguishable"
         text = (
             f"not distinguishable at this scale: NVFP4's gap to BF16 is {gap.mean:+.4f} "
-            f"+/- {gap.ci:.4f}, 4/6 recovers {gain.mean:+.4f} +/- {gain.ci:.4f} of it "
-            f"({seeds}, 95% t-interval includes 0)"
+            f"+/- {gap.ci:.4f} (above 0), 4/6 closes {100 * closed:.0f}% +/- "
+            f"{100 * closed_ci:.0f}% of it (recovered {gain.mean:+.4f} +/- {gain.ci:.4f} "
+            f"nats/byte; {seeds}, 95% t-interval includes 0)"
         )
     else:
         kind = "closes" if gain.mean > 0 else "widens"
