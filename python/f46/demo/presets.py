@@ -36,9 +36,10 @@ linears, whatever the preset's) in one command.
 
 Sizing. Assumption: the `large` run's H100 throughput (bench/RESULTS.md "Demo", 7077e62: BF16
 615k, NVFP4 332k, 4/6 331k tokens/s at 32x512 tokens per step, i.e. 26.6, 49.3 and 49.5 ms a
-step; launch-bound at this size, so the head in NVFP4 adds a few percent). Not yet measured on
-a GPU: the stress settings' own speed, the error record's cost (calibrated and reported as
-record_s), the start-up with the corpus read.
+step; launch-bound at this size, so the head in NVFP4 adds a few percent). Measured since
+(bench/RESULTS.md): the probe took 289 s on an H200; a stress part (rne-no-rht, head in BF16)
+with `--time-budget 370` calibrated to 760 steps and took 325 s on an H100 (BF16 604k, NVFP4
+329k, 4/6 338k tokens/s).
 - probe, 800 steps a run: base (BF16 + all-6) 61 s, stress 62 s (new BF16 at lr x2), lr4 61 s,
   all-linears 41 s (BF16 shared with base): ~225 s, with start-up and evaluations ~4.5 min
   under its 300 s budget, which skips and lists what would not finish (rne-no-rht, lr2: 39 s
