@@ -115,6 +115,20 @@ def held_gib(forward) -> float:
     return held / GIB
 
 
+def f46_layer(w1, w2, w3, recipe, dev):
+    """The f46 layer of the BF16 weights, quantizing its weights at every step (as a training
+    step after an optimizer update must: the weights changed)."""
+    layer = f46.F46GroupedExperts.from_bf16(w1.detach(), w2.detach(), w3.detach(), recipe)
+    layer.to(dev)
+    layer.cache_weights = False
+    return layer
+
+
+def f46_step(layer, x, counts, gy) -> None:
+    """One timed forward + backward of the f46 layer."""
+    train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
+
+
 def geomean(r: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in r) / len(r))
 
@@ -172,14 +186,10 @@ def main() -> None:
         )
         micro = micro_batches(x, gy, counts)
         for mode in MODES:
-            layer = f46.F46GroupedExperts.from_bf16(
-                w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
-            )
-            layer.to(dev)
-            layer.cache_weights = False  # a training step after an optimizer step: weights change
+            layer = f46_layer(w1, w2, w3, f46.Recipe(backward_override=mode), dev)
 
             def run_f46():
-                train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
+                f46_step(layer, x, counts, gy)
 
             ms = median_ms(run_f46)
             ratios[mode].append(base / ms)
@@ -199,16 +209,8 @@ def main() -> None:
             plan = FORCED_PLANS[name]
             for mode in MODES:
                 recipe = f46.Recipe(backward_override=mode, gemm_plan=plan)
-                layer = f46.F46GroupedExperts.from_bf16(
-                    w1.detach(), w2.detach(), w3.detach(), recipe
-                )
-                layer.to(dev)
-                layer.cache_weights = False
-
-                def run_forced():
-                    train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
-
-                ms = median_ms(run_forced)
+                layer = f46_layer(w1, w2, w3, recipe, dev)
+                ms = median_ms(lambda: f46_step(layer, x, counts, gy))
                 print(
                     f"| {label} | f46 4/6, {mode} bwd, plan {plan} | {ms:8.2f} | "
                     f"{flops / ms / 1e9:6.1f} | {base / ms:.3f} | | |"

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import bench_layer  # noqa: E402
 import f46  # noqa: E402
-from bench_layer import bf16_layer, layer_operands, train_step  # noqa: E402
+from bench_layer import bf16_layer, f46_layer, f46_step, layer_operands, train_step  # noqa: E402
 
 REPS = int(os.environ.get("F46_PROFILE_REPS", "3"))
 TOP = int(os.environ.get("F46_PROFILE_TOP", "12"))
@@ -108,13 +108,8 @@ def main() -> None:
         bf16_gemm = sum(ms for n, ms in bt.items() if category(n).startswith("gemm"))
         label = f"{name} E{e} T{t} D{d} F{f}"
         for mode in ("quantized", "dequantized"):
-            layer = f46.F46GroupedExperts.from_bf16(
-                w1.detach(), w2.detach(), w3.detach(), f46.Recipe(backward_override=mode)
-            ).to(dev)
-            layer.cache_weights = False  # each step quantizes its weights (after an optimizer step)
-            ft = kernel_times(
-                lambda: train_step(lambda: layer(x, counts).backward(gy), (x, *layer.parameters()))
-            )
+            layer = f46_layer(w1, w2, w3, f46.Recipe(backward_override=mode), dev)
+            ft = kernel_times(lambda: f46_step(layer, x, counts, gy))
             summarize(f"{label}, f46 4/6 {mode} bwd", ft, bf16_ms, bf16_gemm)
             del layer
         del x, gy, w1, w2, w3
