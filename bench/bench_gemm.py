@@ -5,7 +5,7 @@ FP32 matmul); M-grouped vs torch._grouped_mm BF16 (2D x 3D); K-grouped vs torch.
 BF16 (2D x 2D). Uneven (seeded log-normal) routing, group sizes multiples of 16.
 Timing: CUDA events per call after warm-up, median; inputs rotate over sets larger than L2.
 Usage: F46_TORCH_LIBRARY=build/python/f46/libf46_torch.so python3 bench/bench_gemm.py
-       [all|profile|dense|grouped|plans]  (plans: plan (a) vs plan (b) vs BF16 per shape)
+       [all|profile|dense|grouped|plans]  (plans: plans (a), (b), (c) vs BF16 per shape)
 """
 
 from __future__ import annotations
@@ -276,20 +276,25 @@ def profile_and_sweep(gen) -> None:
             )
 
 
-def plan_times(call) -> tuple[float, float]:
-    """Median us of call(i, plan) under plan (a) and plan (b) (the GEMM ops' `plan`)."""
-    return tuple(median_us(lambda i: call(i, plan), 1) for plan in ("a", "b"))
+PLANS = ("a", "b", "c")
+
+
+def plan_times(call) -> tuple[float, ...]:
+    """Median us of call(i, plan) under each of PLANS (the GEMM ops' `plan`)."""
+    return tuple(median_us(lambda i: call(i, plan), 1) for plan in PLANS)
 
 
 def bench_plans(gen) -> list[str]:
-    """Plan (a) (dequantize to BF16 + CUTLASS) vs plan (b) (fused 4-bit kernel) vs BF16, and
-    which plan the automatic rule took (`auto ~`: the plan whose time an unforced call matched,
-    a guess when the two plans are within noise): dense four, then M-grouped four."""
+    """Plan (a) (dequantize to BF16 + CUTLASS) vs plan (b) (fused 4-bit kernel) vs plan (c)
+    (4-bit weight, register-sourced WGMMA) vs BF16, and which plan the automatic rule took
+    (`auto ~`: the plan whose time an unforced call matched, a guess when plans are within
+    noise): dense four, then M-grouped four."""
     lines = [
-        "### GEMM plans: (a) dequantize + CUTLASS, (b) fused 4-bit kernel",
+        "### GEMM plans: (a) dequantize + CUTLASS, (b) fused 4-bit kernel, (c) 4-bit weight",
         "",
-        "| shape | BF16 us | (a) us | (b) us | (a) x BF16 | (b) x BF16 | (a) / (b) | auto ~ |",
-        "|---|---|---|---|---|---|---|---|",
+        "| shape | BF16 us | (a) us | (b) us | (c) us | (a) x BF16 | (b) x BF16 | (c) x BF16 "
+        "| auto ~ |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     cases = [("dense", 1, m, k, n) for m, k, n in DENSE] + list(MOE)
     for name, e, m, k, n in cases:
@@ -316,17 +321,21 @@ def bench_plans(gen) -> list[str]:
 
             t_bf16 = median_us(lambda i: torch._grouped_mm(xa, xb.transpose(-2, -1), offs=offs), 1)
             label = f"{name} E{e} M{m} K{k} N{n}"
-        t_a, t_b = plan_times(call)
+        times = plan_times(call)
         t_auto = median_us(call, 1)
-        auto = "b" if abs(t_auto - t_b) < abs(t_auto - t_a) else "a"
+        auto = PLANS[min(range(len(PLANS)), key=lambda j: abs(t_auto - times[j]))]
         flops = 2.0 * m * n * k
         lines.append(
-            f"| {label} | {t_bf16:.1f} | {t_a:.1f} | {t_b:.1f} | {t_bf16 / t_a:.3f} | "
-            f"{t_bf16 / t_b:.3f} | {t_a / t_b:.3f} | {auto} |"
+            f"| {label} | {t_bf16:.1f} | "
+            + " | ".join(f"{t:.1f}" for t in times)
+            + " | "
+            + " | ".join(f"{t_bf16 / t:.3f}" for t in times)
+            + f" | {auto} |"
         )
         print(
             f"plans {label}: bf16 {t_bf16:.0f} us ({flops / t_bf16 / 1e6:.0f} TFLOP/s), "
-            f"a {t_a:.0f} us, b {t_b:.0f} us ({flops / t_b / 1e6:.0f} TFLOP/s), auto~{auto}",
+            + ", ".join(f"{p} {t:.0f} us" for p, t in zip(PLANS, times))
+            + f", auto~{auto}",
             flush=True,
         )
         del qa, qb, xa, xb

@@ -31,10 +31,11 @@ MICRO = 4
 MODES = ("quantized", "dequantized")
 GIB = float(1 << 30)
 DEVICE = "cuda"  # tests/python/test_bench_smoke.py runs main() on the CPU with tiny shapes
-# Shapes closest to the plan (a) / (b) crossover (src/cuda/gemm/gemm_choice.cpp): their layer
-# also timed with the recipe's gemm_plan forced to the other plan (rows not in the geometric
-# mean), so each layer run re-checks the automatic rule.
-FORCED_PLANS = {"Qwen3": "b"}
+# Each shape's layer also timed with the recipe's gemm_plan forced to these plans (rows not in
+# the automatic geometric mean; a geometric mean per forced plan follows), so each layer run
+# re-checks the automatic rule: plan (b) near its crossover (src/cuda/gemm/gemm_choice.cpp),
+# plan (c) everywhere.
+FORCED_PLANS = {"Mixtral": ("c",), "DSv3": ("c",), "Qwen3": ("b", "c"), "gpt-oss": ("c",)}
 # name, E, tokens, dim D, hidden F
 MOE = [
     ("Mixtral", 8, 16384, 4096, 14336),
@@ -165,6 +166,7 @@ def main() -> None:
     gen = torch.Generator().manual_seed(0)
     dev = torch.device(DEVICE)
     ratios: dict[str, list[float]] = {m: [] for m in MODES}
+    forced: dict[tuple[str, str], list[float]] = {}
     reuse: dict[str, list[float]] = {m: [] for m in MODES}
     rows = []
     print(
@@ -205,12 +207,12 @@ def main() -> None:
             reuse[mode].append(times[1] / times[0])
             rows.append((label, mode, times[0], times[1]))
             del layer
-        if name in FORCED_PLANS:
-            plan = FORCED_PLANS[name]
+        for plan in FORCED_PLANS.get(name, ()):
             for mode in MODES:
                 recipe = f46.Recipe(backward_override=mode, gemm_plan=plan)
                 layer = f46_layer(w1, w2, w3, recipe, dev)
                 ms = median_ms(lambda: f46_step(layer, x, counts, gy))
+                forced.setdefault((plan, mode), []).append(base / ms)
                 print(
                     f"| {label} | f46 4/6, {mode} bwd, plan {plan} | {ms:8.2f} | "
                     f"{flops / ms / 1e9:6.1f} | {base / ms:.3f} | | |"
@@ -220,6 +222,11 @@ def main() -> None:
         torch.cuda.empty_cache()
     for mode, r in ratios.items():
         print(f"| geometric mean | f46 4/6, {mode} bwd | | | {geomean(r):.3f} | | |")
+    for (plan, mode), r in forced.items():
+        if len(r) == len(MOE):
+            print(
+                f"| geometric mean | f46 4/6, {mode} bwd, plan {plan} | | | {geomean(r):.3f} | | |"
+            )
     print(
         f"\n| shape | mode | {MICRO} micro-batches, weights reused ms | quantized per call ms "
         "| speed-up |\n|---|---|---|---|---|"

@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|layer|baseline|profile|demo|demo-part|all]...
+# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|plans|layer|baseline|profile|demo|demo-part|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,11 +54,11 @@ if has sanitize && [[ -n "${F46_SANITIZE_ONLY:-}" ]]; then  # a short budget: on
   note "racecheck rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/racecheck.log" | tail -1)"
 elif has sanitize; then
   Q='Shapes/CudaQuantizeExperts.EqualsCpuBitwise/E5N48K160_16x16_mae*:Shapes/CudaQuantizeExperts.EqualsCpuBitwise/E3N1040K528*:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*48x80_bfloat16:CudaQuantizeEdge.TiesAndZeros:CudaQuantizeEdge.InvalidOffsetsAreClamped:CudaAmax.NaNPropagates:CudaPad.*:CudaSwiGLU.*:CudaQuantizeVirtualPad.*:CudaQuantizeColumnwiseOnly.*'
-  G='Shapes/CudaGroupedM.MatchesFp64Reference/M20N33*:Shapes/CudaGroupedK.MatchesFp64Reference/N24K40*:CudaGroupedMOffsets.*:Shapes/CudaDenseGemm.MatchesFp64Reference/M37N50*:Shapes/CudaGroupedM.RowsPastLastOffsetAreZero/M2100*:Shapes/CudaGroupedK.EachGroupEqualsDenseGemmBitwise/N1040*:CudaGemmTuning.*:Shapes/CudaGemmOperandCopy.*:Shapes/CudaGemmFused.RunsPlanB/M330*:Shapes/CudaGemmFused.RunsPlanB/M40N*'
+  G='Shapes/CudaGroupedM.MatchesFp64Reference/M20N33*:Shapes/CudaGroupedK.MatchesFp64Reference/N24K40*:CudaGroupedMOffsets.*:Shapes/CudaDenseGemm.MatchesFp64Reference/M37N50*:Shapes/CudaGroupedM.RowsPastLastOffsetAreZero/M2100*:Shapes/CudaGroupedK.EachGroupEqualsDenseGemmBitwise/N1040*:CudaGemmTuning.*:Shapes/CudaGemmOperandCopy.*:Shapes/CudaGemmFused.RunsPlanB/M330*:Shapes/CudaGemmFused.RunsPlanB/M40N*:Shapes/CudaGemmW4.RunsPlanC/M330*:Shapes/CudaGemmW4.RunsPlanC/M40N*:Shapes/CudaGemmW4.RunsPlanC/M37N*:Shapes/CudaGemmW4.RunsPlanC/M513N*'
   timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/f46_tests" \
     --gtest_filter="$Q:$G" --gtest_brief=1 > "$OUT/memcheck.log" 2>&1
   note "memcheck rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
-  R='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/mae256_256x1040_bfloat16:CudaQuantizeLarge.RowsKernelFloat32:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mse16x16_rowcol_48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*grad_group_sr_48x80_float32:CudaPad.*:CudaSwiGLU.*:CudaQuantizeVirtualPad.*:CudaQuantizeColumnwiseOnly.*:Shapes/CudaGemmFused.RunsPlanB/M330*:Shapes/CudaGemmFused.BitwiseEqualsPlanA/M600*'
+  R='ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/mae256_256x1040_bfloat16:CudaQuantizeLarge.RowsKernelFloat32:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*mse16x16_rowcol_48x80_bfloat16:ModesShapes/CudaQuantizeVsCpu.BitwiseEqual/*grad_group_sr_48x80_float32:CudaPad.*:CudaSwiGLU.*:CudaQuantizeVirtualPad.*:CudaQuantizeColumnwiseOnly.*:Shapes/CudaGemmFused.RunsPlanB/M330*:Shapes/CudaGemmFused.BitwiseEqualsPlanA/M600*:Shapes/CudaGemmW4.RunsPlanC/M330*:Shapes/CudaGemmW4.BitwiseEqualsPlanA/M600*'
   timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$B/f46_tests" \
     --gtest_filter="$R" --gtest_brief=1 > "$OUT/racecheck.log" 2>&1
   note "racecheck rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/racecheck.log" | tail -1)"
@@ -78,6 +78,10 @@ if has bench; then
   "$B/bench/bench_quantize" 30 > "$OUT/bench_quantize.log" 2>&1; note "bench_quantize rc=$?"
   python3 bench/bench_gemm.py > "$OUT/bench_gemm.log" 2>&1; note "bench_gemm rc=$?"
   cat "$OUT/bench_quantize.log" "$OUT/bench_gemm.log" | grep "|" | grep -v -- "---"
+fi
+if [[ " $STEPS " == *" plans "* ]]; then  # the GEMM plans table alone (bench_gemm.py plans)
+  timeout ${F46_PLANS_TIMEOUT:-240} python3 bench/bench_gemm.py plans > "$OUT/bench_plans.log" 2>&1
+  note "bench_gemm plans rc=$?"; grep "|" "$OUT/bench_plans.log" | grep -v -- "---"
 fi
 if [[ " $STEPS " == *" baseline "* ]]; then  # the layer bench of another commit's tree, same machine
   # F46_BASELINE_SRC (default .baseline/, e.g. `git archive 6f75adb | tar -x -C .baseline`,

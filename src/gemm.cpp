@@ -96,7 +96,8 @@ bool on_cpu(const TensorView& v) { return v.device == Device::kCPU; }
 // Context::gemm: a known plan and a swizzle the CUTLASS scheduler takes (0: the default).
 void check_tuning(const GemmTuning& t) {
   const int p = static_cast<int>(t.plan);
-  F46_CHECK(p >= 0 && p <= 2, "ctx.gemm.plan must be kAuto, kDequantBf16 or kFusedFp4, got ", p);
+  F46_CHECK(p >= 0 && p <= 3,
+            "ctx.gemm.plan must be kAuto, kDequantBf16, kFusedFp4 or kWeight4, got ", p);
   const int s = t.max_swizzle;
   F46_CHECK(s == 0 || s == 1 || s == 2 || s == 4 || s == 8,
             "ctx.gemm.max_swizzle must be 0 (default), 1, 2, 4 or 8, got ", s);

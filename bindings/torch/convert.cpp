@@ -79,9 +79,11 @@ GemmTuning parse_tuning(const std::string& plan, int64_t max_swizzle, const std:
     t.plan = GemmPlan::kDequantBf16;
   } else if (plan == "b") {
     t.plan = GemmPlan::kFusedFp4;
+  } else if (plan == "c") {
+    t.plan = GemmPlan::kWeight4;
   } else {
-    TORCH_CHECK(plan == "auto", "f46::", op, ": `plan` must be 'auto', 'a' or 'b', got '", plan,
-                "'");
+    TORCH_CHECK(plan == "auto", "f46::", op, ": `plan` must be 'auto', 'a', 'b' or 'c', got '",
+                plan, "'");
   }
   TORCH_CHECK(max_swizzle == 0 || max_swizzle == 1 || max_swizzle == 2 || max_swizzle == 4 ||
                   max_swizzle == 8,

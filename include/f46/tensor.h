@@ -55,9 +55,10 @@ TensorView make_view(void* data, DType dtype, std::initializer_list<int64_t> sha
 
 // Which kernel plan a CUDA GEMM runs (docs/design.md, "GEMM plans"): kAuto chooses by shape;
 // kDequantBf16 is plan (a) (dequantize both operands to BF16, CUTLASS grouped GEMM); kFusedFp4
-// is plan (b) (one kernel reading the 4-bit operands), which falls back to plan (a) where it
-// does not apply. Every plan gives the same bits (N10); the CPU ignores the choice.
-enum class GemmPlan : int { kAuto = 0, kDequantBf16 = 1, kFusedFp4 = 2 };
+// is plan (b) (one kernel reading the 4-bit operands); kWeight4 is plan (c) (A dequantized to
+// BF16, the weight B read 4-bit by the GEMM). Plans (b) and (c) fall back to plan (a) where they
+// do not apply. Every plan gives the same bits (N10); the CPU ignores the choice.
+enum class GemmPlan : int { kAuto = 0, kDequantBf16 = 1, kFusedFp4 = 2, kWeight4 = 3 };
 
 // Tuning overrides of the CUDA GEMMs, for benchmarks and tests; the defaults are the tuned
 // choice. max_swizzle: the CUTLASS group scheduler's swizzle (0: the default, 1; else 1, 2, 4

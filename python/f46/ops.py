@@ -10,9 +10,10 @@ scales (R, C/16) uint8 E4M3 bytes, linear row-major (N1.3); amax float32 (1) per
 (R) per row, (E) per group; offsets (E) int32 cumulative group ends over rows.
 
 GEMM tuning overrides (benchmarks, tests; the same bits whatever is chosen; the CPU ignores
-them): plan "auto" (by shape), "a" (dequantize both operands to BF16, CUTLASS grouped GEMM) or
-"b" (one fused 4-bit kernel, where it applies); max_swizzle 0 (default), 1, 2, 4 or 8 and raster
-"m" or "n" of the CUTLASS group scheduler.
+them): plan "auto" (by shape), "a" (dequantize both operands to BF16, CUTLASS grouped GEMM),
+"b" (one fused 4-bit kernel, where it applies) or "c" (A dequantized to BF16, the weight read
+4-bit by a register-sourced WGMMA kernel, where it applies); max_swizzle 0 (default), 1, 2, 4
+or 8 and raster "m" or "n" of the CUTLASS group scheduler.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ BACKWARD_OVERRIDES = (None, *BACKWARD_MODES)  # None: the resolved default
 GRAD_ROUNDINGS = ("rne", "stochastic")  # N5, N6
 WEIGHT_BLOCKS = {"1x16": 1, "16x16": 16}  # name -> Recipe.weight_block (N1.4)
 PRESET_SCALE_BOUNDS = (256, 448)  # four_over_six() and nvfp4() (torchao's e4m3_scale_bound)
-GEMM_PLANS = ("auto", "a", "b")  # the CUDA GEMM plan (docs/design.md, "GEMM plans on Hopper")
+GEMM_PLANS = ("auto", "a", "b", "c")  # the CUDA GEMM plan (docs/design.md, "GEMM plans on Hopper")
 
 # Standard NVFP4 gradient arithmetic (N4): bound 448, rule all6.
 GRAD_SCALE_BOUND = 448.0
@@ -43,8 +43,9 @@ class Recipe:
         multiple of it (N12) before quantizing, then slices the padding away.
     seed: base seed of stochastic rounding; advanced once per backward call in eager mode.
     gemm_plan: the CUDA GEMMs' plan, speed only (every plan gives the same bits; the CPU
-        ignores it): "auto" (chosen by shape), "a" (dequantize to BF16 + CUTLASS) or "b" (the
-        fused 4-bit kernel where it applies, else "a"). For benchmarks and tuning.
+        ignores it): "auto" (chosen by shape), "a" (dequantize to BF16 + CUTLASS), "b" (the
+        fused 4-bit kernel where it applies, else "a") or "c" (the weight read 4-bit by the
+        GEMM, A dequantized to BF16, where it applies, else "a"). For benchmarks and tuning.
     """
 
     err_mode: str = "mae"

@@ -21,7 +21,7 @@ def bench(monkeypatch):
 
     monkeypatch.setattr(bench_layer, "DEVICE", "cpu")
     monkeypatch.setattr(bench_layer, "MOE", [("tiny", 4, 256, 64, 96)])
-    monkeypatch.setattr(bench_layer, "FORCED_PLANS", {"tiny": "a"})
+    monkeypatch.setattr(bench_layer, "FORCED_PLANS", {"tiny": ("a",)})
     calls = []
 
     def once(fn):
@@ -45,7 +45,9 @@ def test_bench_layer_prints_every_table(bench, capsys):
     # the step with the plan forced
     assert len(calls) == 2 + 2 * 4 + 2
     assert "quantized bwd, plan a |" in out
-    assert out.count("| geometric mean |") == 4
+    # geometric means: automatic plan per mode, forced plan per mode, reuse per mode
+    assert out.count("| geometric mean |") == 6
+    assert "| geometric mean | f46 4/6, quantized bwd, plan a |" in out
 
 
 def test_profile_layer_summarizes_each_mode(bench, capsys, monkeypatch):

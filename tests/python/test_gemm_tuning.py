@@ -25,6 +25,7 @@ TUNINGS = [
     {},
     {"plan": "a"},
     {"plan": "b"},
+    {"plan": "c"},
     {"plan": "a", "max_swizzle": 2, "raster": "n"},
     {"max_swizzle": 8, "raster": "m"},
 ]
@@ -37,6 +38,10 @@ def test_tuning_changes_no_bit(device, tuning):
     want = ops.grouped_gemm_m(ac, as_, am, bc, bs, bm, offs, **kw)
     got = ops.grouped_gemm_m(ac, as_, am, bc, bs, bm, offs, **kw, **tuning)
     assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+    kw["out_dtype"] = torch.bfloat16  # plan (c) writes bf16 only (fp32: plan (a))
+    want = ops.grouped_gemm_m(ac, as_, am, bc, bs, bm, offs, **kw)
+    got = ops.grouped_gemm_m(ac, as_, am, bc, bs, bm, offs, **kw, **tuning)
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
     dense = ops.gemm(ac, as_, am.max().reshape(1), bc[0], bs[0], bm, **tuning)
     assert torch.equal(dense, ops.gemm(ac, as_, am.max().reshape(1), bc[0], bs[0], bm))
 
@@ -44,7 +49,7 @@ def test_tuning_changes_no_bit(device, tuning):
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ({"plan": "c"}, r"grouped_gemm_m: `plan` must be 'auto', 'a' or 'b', got 'c'"),
+        ({"plan": "d"}, r"grouped_gemm_m: `plan` must be 'auto', 'a', 'b' or 'c', got 'd'"),
         (
             {"max_swizzle": 3},
             r"grouped_gemm_m: `max_swizzle` must be 0 \(default\), 1, 2, 4 or 8, got 3",
@@ -109,7 +114,7 @@ def test_recipe_plan_reaches_every_gemm(monkeypatch):
     assert all(plan == "a" for _, plan in seen), seen
 
 
-@pytest.mark.parametrize("plan", ["a", "b"])
+@pytest.mark.parametrize("plan", ["a", "b", "c"])
 def test_recipe_plan_changes_no_bit(device, plan):
     """Forced plans against the automatic one, forward and every gradient (on CUDA the plans
     run different kernels; the CPU ignores the plan)."""
@@ -122,5 +127,5 @@ def test_recipe_plan_changes_no_bit(device, plan):
 def test_recipe_plan_is_checked():
     import f46
 
-    with pytest.raises(ValueError, match=r"Recipe.gemm_plan must be one of .*got 'c'"):
-        f46.Recipe(gemm_plan="c")
+    with pytest.raises(ValueError, match=r"Recipe.gemm_plan must be one of .*got 'd'"):
+        f46.Recipe(gemm_plan="d")

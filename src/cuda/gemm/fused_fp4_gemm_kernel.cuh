@@ -17,6 +17,7 @@
 #include "f46/quantize.h"
 #include "fused_fp4_dequant.cuh"
 #include "gemm_scale.h"
+#include "group_tiles.cuh"
 #include "grouped_bf16_gemm.h"
 
 namespace f46::cuda::gemm_detail {
@@ -72,87 +73,17 @@ struct FusedFrag {
   uint32_t sa, sb0, sb1;  // two E4M3 scales each (bytes 0, 1)
 };
 
-// Exclusive scan over the 256 threads of the block (op: max or plus, identity id).
-template <class Op>
-__device__ int fused_block_exclusive_scan(int v, int id, Op op, int32_t* buf) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int x = v;
-#pragma unroll
-  for (int o = 1; o < 32; o *= 2) {
-    const int y = __shfl_up_sync(0xFFFFFFFFu, x, o);
-    if (lane >= o) x = op(x, y);
-  }
-  if (lane == 31) buf[warp] = x;
-  __syncthreads();
-  int pre = id;
-  for (int w = 0; w < warp; ++w) pre = op(pre, buf[w]);
-  __syncthreads();
-  const int prev = __shfl_up_sync(0xFFFFFFFFu, x, 1);
-  return lane == 0 ? pre : op(pre, prev);
-}
-
-// Clamped group ends (N11: end[g] = min(max(offs[g], end[g-1]), M) = min(running max, M)) and
-// the cumulative tile counts, into shared memory. Returns the number of tiles.
+// The persistent walk over (group, m-tile, n-tile) tiles (group_tiles.cuh).
 __device__ int fused_schedule(const FusedArgs& p, FusedSmem& s, int n_tiles) {
-  constexpr int kBM = FusedTraits::kBM, kT = FusedTraits::kThreads;
-  if (p.offs == nullptr) {
-    if (threadIdx.x == 0) {
-      s.ends[0] = p.m;
-      s.tile_ends[0] = (p.m + kBM - 1) / kBM * n_tiles;
-    }
-    __syncthreads();
-    return s.tile_ends[0];
-  }
-  const int per = (p.groups + kT - 1) / kT;
-  const int g0 = min(p.groups, static_cast<int>(threadIdx.x) * per), g1 = min(p.groups, g0 + per);
-  int cmax = 0;
-  for (int g = g0; g < g1; ++g) cmax = max(cmax, p.offs[g]);
-  int run = fused_block_exclusive_scan(
-      cmax, 0, [](int x, int y) { return max(x, y); }, s.scan);
-  const int first_prev = min(run, p.m);
-  int prev = first_prev, count = 0;
-  for (int g = g0; g < g1; ++g) {
-    run = max(run, p.offs[g]);
-    const int e = min(run, p.m);
-    s.ends[g] = e;
-    count += (e - prev + kBM - 1) / kBM * n_tiles;
-    prev = e;
-  }
-  int tiles = fused_block_exclusive_scan(
-      count, 0, [](int x, int y) { return x + y; }, s.scan);
-  prev = first_prev;
-  for (int g = g0; g < g1; ++g) {
-    tiles += (s.ends[g] - prev + kBM - 1) / kBM * n_tiles;
-    s.tile_ends[g] = tiles;
-    prev = s.ends[g];
-  }
-  __syncthreads();
-  return s.tile_ends[p.groups - 1];
+  return group_tile_schedule<FusedTraits::kBM, FusedTraits::kThreads>(
+      p.offs, p.groups, p.m, n_tiles, s.ends, s.tile_ends, s.scan);
 }
 
-// Tile t of the persistent walk: its group (the first g with tile_ends[g] > t), its rows
-// [row0, row0 + rows) inside the group and its first column.
-struct FusedTile {
-  int g, row0, rows, col0;
-};
+using FusedTile = GroupTile;
 
 __device__ __forceinline__ FusedTile fused_tile(const FusedSmem& s, int groups, int n_tiles,
                                                 int t) {
-  constexpr int kBM = FusedTraits::kBM, kBN = FusedTraits::kBN;
-  int lo = 0, hi = groups - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (s.tile_ends[mid] > t)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  const int g = lo;
-  const int g_start = g == 0 ? 0 : s.ends[g - 1];
-  const int tl = t - (g == 0 ? 0 : s.tile_ends[g - 1]);
-  const int mt = tl / n_tiles, nt = tl - mt * n_tiles;
-  const int row0 = g_start + mt * kBM;
-  return FusedTile{g, row0, min(kBM, s.ends[g] - row0), nt * kBN};
+  return group_tile_at<FusedTraits::kBM, FusedTraits::kBN>(s.ends, s.tile_ends, groups, n_tiles, t);
 }
 
 // Epilogue (N10, tensor/group scope): acc = 2^14 * sum (exact: the operands carried 2^-7 each),

@@ -27,6 +27,9 @@ bool fused_fp4_plan_auto(int64_t m, int64_t n, int64_t k, int groups) {
 
 GemmRoute choose_gemm_route(const GemmCase& c) {
   if (!c.epilogue_fusable) return GemmRoute::kDequantSeparate;
+  // Plan (c) runs only when asked for (it has not been measured yet); outside its scope, plan (a).
+  if (c.plan == GemmPlan::kWeight4)
+    return c.w4_supported ? GemmRoute::kWeight4 : GemmRoute::kDequantFused;
   // A forced plan (b) falls back to plan (a) for what plan (b) does not cover.
   const bool fp4 = c.plan != GemmPlan::kDequantBf16 && c.fp4_supported &&
                    (c.plan == GemmPlan::kFusedFp4 || fused_fp4_plan_auto(c.m, c.n, c.k, c.groups));

@@ -13,6 +13,7 @@
 #include "fused_fp4_gemm.h"
 #include "gemm_kernels.h"
 #include "grouped_bf16_gemm.h"
+#include "w4_gemm.h"
 
 namespace f46::cuda {
 namespace {
@@ -195,6 +196,7 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   c.plan = ctx.gemm.plan;
   c.epilogue_fusable = k > 0 && fused_epilogue(a, bias, out, n);
   c.fp4_supported = c.epilogue_fusable && gemm_detail::fused_fp4_supported(a, b, groups, out);
+  c.w4_supported = c.epilogue_fusable && gemm_detail::w4_supported(a, b, groups, out);
   c.m = m;
   c.n = n;
   c.k = k;
@@ -202,6 +204,13 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   const gemm_detail::GemmRoute route = gemm_detail::choose_gemm_route(c);
   if (route == gemm_detail::GemmRoute::kFusedFp4) {  // plan (b), the fused 4-bit kernel
     gemm_detail::run_fused_fp4_gemm(a, b, offs, groups, out, stream);
+    return;
+  }
+  if (route == gemm_detail::GemmRoute::kWeight4) {  // plan (c): only A gets a BF16 copy
+    Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), out.device_index, stream);
+    Buffers buf = carve(scratch, m * k, 0, 0, groups);
+    gemm_detail::launch_dequant_bf16(dequant_args(a, 1, m, m, k, buf.a), stream);
+    gemm_detail::run_w4_gemm(a, buf.a, b, offs, groups, out, stream);
     return;
   }
   const bool fused = route == gemm_detail::GemmRoute::kDequantFused;

@@ -15,13 +15,13 @@ namespace {
 TEST(GemmChoice, AutoRuleFollowsTheMeasurements) {
   EXPECT_FALSE(fused_fp4_plan_auto(65536, 1536, 2048, 128));  // Qwen3 (x 2.6e-3)
   EXPECT_FALSE(fused_fp4_plan_auto(65536, 2048, 3072, 128));  // Qwen3 dgrad of gate/up
-  EXPECT_FALSE(fused_fp4_plan_auto(32768, 5760, 2880, 32));  // gpt-oss
-  EXPECT_FALSE(fused_fp4_plan_auto(32768, 4096, 7168, 16));  // DSv3
-  EXPECT_FALSE(fused_fp4_plan_auto(16384, 14336, 4096, 8));  // Mixtral
-  EXPECT_FALSE(fused_fp4_plan_auto(8192, 8192, 8192, 1));    // dense
-  EXPECT_FALSE(fused_fp4_plan_auto(4096, 2048, 7168, 1));    // dense, small
-  EXPECT_FALSE(fused_fp4_plan_auto(300, 256, 512, 4));       // below the measured sizes
-  EXPECT_TRUE(fused_fp4_plan_auto(65536, 2048, 7168, 256));  // 256 experts of 256 rows (x 4.4e-3)
+  EXPECT_FALSE(fused_fp4_plan_auto(32768, 5760, 2880, 32));   // gpt-oss
+  EXPECT_FALSE(fused_fp4_plan_auto(32768, 4096, 7168, 16));   // DSv3
+  EXPECT_FALSE(fused_fp4_plan_auto(16384, 14336, 4096, 8));   // Mixtral
+  EXPECT_FALSE(fused_fp4_plan_auto(8192, 8192, 8192, 1));     // dense
+  EXPECT_FALSE(fused_fp4_plan_auto(4096, 2048, 7168, 1));     // dense, small
+  EXPECT_FALSE(fused_fp4_plan_auto(300, 256, 512, 4));        // below the measured sizes
+  EXPECT_TRUE(fused_fp4_plan_auto(65536, 2048, 7168, 256));   // 256 experts of 256 rows (x 4.4e-3)
 }
 
 TEST(GemmChoice, EveryPlanAndScopeClass) {
@@ -49,6 +49,27 @@ TEST(GemmChoice, EveryPlanAndScopeClass) {
               << supported << " m " << c.m;
         }
   }
+}
+
+// Plan (c) runs only when asked for and supported (never under kAuto until it is measured); a
+// forced plan (c) outside its scope is plan (a), never plan (b), and the epilogue rule comes first.
+TEST(GemmChoice, PlanCOnlyWhenForcedAndSupported) {
+  using R = GemmRoute;
+  for (GemmPlan plan :
+       {GemmPlan::kAuto, GemmPlan::kDequantBf16, GemmPlan::kFusedFp4, GemmPlan::kWeight4})
+    for (bool fusable : {false, true})
+      for (bool w4 : {false, true})
+        for (bool fp4 : {false, true}) {
+          GemmCase c{plan, fusable, fp4, 65536, 2048, 7168, 256, w4};
+          const R got = choose_gemm_route(c);
+          if (!fusable) {
+            EXPECT_EQ(got, R::kDequantSeparate);
+          } else if (plan == GemmPlan::kWeight4) {
+            EXPECT_EQ(got, w4 ? R::kWeight4 : R::kDequantFused);
+          } else {
+            EXPECT_NE(got, R::kWeight4) << "plan " << static_cast<int>(plan);
+          }
+        }
 }
 
 }  // namespace

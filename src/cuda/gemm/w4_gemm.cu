@@ -1,0 +1,93 @@
+// Host side of plan (c): its operand requirements and the launch of w4_gemm_kernel (the choice
+// of plan: gemm_choice.cpp).
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include "cuda/common/cuda_check.h"
+#include "cuda/common/launch_utils.h"
+#include "f46/error.h"
+#include "w4_gemm.h"
+#include "w4_gemm_kernel.cuh"
+
+namespace f46::cuda::gemm_detail {
+namespace {
+
+std::atomic<uint64_t> g_launches{0};
+
+bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+
+}  // namespace
+
+// What the kernel assumes of B and the output: contiguous bytes along K, 16-byte aligned code
+// rows, 4-byte aligned scale rows (K % 64 == 0: four scales per k-tile), bf16 output rows in
+// 16-byte pieces (N % 8 == 0).
+bool w4_supported(const QuantizedOperand& a, const QuantizedOperand& b, int groups,
+                  const TensorView& out) {
+  const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
+  const int nb = b.codes.ndim;
+  return k > 0 && k % W4Traits::kBK == 0 && k <= INT32_MAX && groups >= 1 &&
+         groups <= W4Traits::kMaxGroups && m <= INT32_MAX && n <= INT32_MAX && n % 8 == 0 &&
+         a.scope != AmaxScope::kRow && out.dtype == DType::kBFloat16 &&
+         b.codes.strides[nb - 1] == 1 && b.scales.strides[nb - 1] == 1 &&
+         aligned(b.codes.data, 16) && b.codes.strides[nb - 2] % 16 == 0 &&
+         (nb == 2 || b.codes.strides[0] % 16 == 0) && aligned(b.scales.data, 4) &&
+         b.scales.strides[nb - 2] % 4 == 0 && (nb == 2 || b.scales.strides[0] % 4 == 0) &&
+         out.strides[1] == 1 && aligned(out.data, 16) && out.strides[0] % 8 == 0;
+}
+
+namespace {
+
+void launch(const W4Args& p, int max_tiles, cudaStream_t stream) {
+  constexpr int kSmem = static_cast<int>(sizeof(W4Smem)) + 1024;  // + alignment slack
+  static std::once_flag attr_once;
+  std::call_once(attr_once, [] {
+    F46_CHECK_CUDA(
+        cudaFuncSetAttribute(w4_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  });
+  int device = 0;
+  F46_CHECK_CUDA(cudaGetDevice(&device));
+  const int grid = std::max(1, std::min(sm_count(device), max_tiles));
+  w4_gemm_kernel<<<grid, W4Traits::kThreads, kSmem, stream>>>(p);
+  F46_CHECK_LAUNCH("w4_gemm_kernel");
+  g_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+uint64_t w4_launches() { return g_launches.load(); }
+
+void run_w4_gemm(const QuantizedOperand& a, const __nv_bfloat16* a_bf16, const QuantizedOperand& b,
+                 const int32_t* offs, int groups, TensorView& out, cudaStream_t stream) {
+  const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
+  F46_CHECK(aligned(a_bf16, 16), "plan (c): the BF16 copy of A must be 16-byte aligned");
+  W4Args p;
+  const int nb = b.codes.ndim;
+  p.a = reinterpret_cast<const cutlass::bfloat16_t*>(a_bf16);
+  p.lda = k;
+  p.b_codes = b.codes.ptr<const uint8_t>();
+  p.b_scales = b.scales.ptr<const uint8_t>();
+  p.b_code_ld = b.codes.strides[nb - 2];
+  p.b_scale_ld = b.scales.strides[nb - 2];
+  p.b_code_gs = nb == 3 ? b.codes.strides[0] : 0;
+  p.b_scale_gs = nb == 3 ? b.scales.strides[0] : 0;
+  p.offs = offs;
+  p.groups = groups;
+  p.m = static_cast<int>(m);
+  p.n = static_cast<int>(n);
+  p.k = static_cast<int>(k);
+  p.d = static_cast<__nv_bfloat16*>(out.data);
+  p.ld_d = out.strides[0];
+  p.alpha.amax_a = a.amax.ptr<const float>();
+  p.alpha.scope_a = a.scope;
+  p.alpha.bound_a = a.scale_bound;
+  p.alpha.amax_b = b.amax.ptr<const float>();
+  p.alpha.scope_b = b.scope;
+  p.alpha.bound_b = b.scale_bound;
+  // Tiles: at most ceil(M / BT) + groups token tiles (one partial tile per group boundary).
+  const int64_t n_tiles = (n + W4Traits::kBW - 1) / W4Traits::kBW;
+  const int64_t max_tiles = ((m + W4Traits::kBT - 1) / W4Traits::kBT + groups) * n_tiles;
+  launch(p, static_cast<int>(std::min<int64_t>(max_tiles, INT32_MAX)), stream);
+}
+
+}  // namespace f46::cuda::gemm_detail
