@@ -121,6 +121,43 @@ __device__ __forceinline__ void w4_convert_step(const W4Smem& s, int stage, int 
   }
 }
 
+// Epilogue (N10, tensor/group scope): y = (acc * 2^7) * alpha[g], one RNE cast (the products
+// carried 2^-7), staged transposed as out[token][weight row] in the ring, then stored as 16-byte
+// row pieces; tokens past the group end and weight rows past N are not stored. The caller
+// synchronises before and after.
+template <class Acc, class Coord>
+__device__ __forceinline__ void w4_store_tile(const W4Args& p, const GroupTile& tile, W4Smem& s,
+                                              const Acc& acc, const Coord& tCc) {
+  using namespace cute;
+  using T = W4Traits;
+  const float alpha = group_alpha_of(p.alpha, tile.g);
+  __nv_bfloat16* so = reinterpret_cast<__nv_bfloat16*>(s.t.data());
+#pragma unroll
+  for (int i = 0; i < size(acc); ++i) {
+    const int wr = get<0>(tCc(i)), tk = get<1>(tCc(i));
+    so[tk * T::kOutPitch + wr] = __float2bfloat16_rn(num::mul(num::mul(acc(i), 128.0f), alpha));
+  }
+  __syncthreads();
+  constexpr int kPieces = T::kBW / 8;  // 16-byte pieces per staged row
+  for (int idx = threadIdx.x; idx < T::kBT * kPieces; idx += T::kThreads) {
+    const int tk = idx / kPieces, pc = idx - tk * kPieces;
+    const int col = tile.col0 + pc * 8;
+    if (tk >= tile.rows || col >= p.n) continue;  // n % 8 == 0: a piece is all in or all out
+    *reinterpret_cast<uint4*>(p.d + int64_t(tile.row0 + tk) * p.ld_d + col) =
+        *reinterpret_cast<const uint4*>(so + tk * T::kOutPitch + pc * 8);
+  }
+}
+
+// Rows at or past the last group end are zeros (N11), a CTA per row in turn (n % 8 == 0).
+__device__ __forceinline__ void w4_zero_rows_past_groups(const W4Args& p, int last) {
+  const int row_vecs = p.n / 8;
+  for (int r = last + blockIdx.x; r < p.m; r += gridDim.x) {
+    uint4* row = reinterpret_cast<uint4*>(p.d + int64_t(r) * p.ld_d);
+    for (int v = threadIdx.x; v < row_vecs; v += W4Traits::kThreads)
+      row[v] = make_uint4(0, 0, 0, 0);
+  }
+}
+
 __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p) {
   using namespace cute;
   using T = W4Traits;
@@ -223,34 +260,11 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p
     w4_wait<0>();
     __syncthreads();  // every WGMMA and copy of the tile is done: the ring becomes the output
 
-    // Epilogue (N10, tensor/group scope): y = (acc * 2^7) * alpha[g], one RNE cast, staged
-    // transposed as out[token][weight row], then stored as 16-byte row pieces.
-    const float alpha = group_alpha_of(p.alpha, g);
-    __nv_bfloat16* so = reinterpret_cast<__nv_bfloat16*>(s.t.data());
-#pragma unroll
-    for (int i = 0; i < size(acc); ++i) {
-      const int wr = get<0>(tCc(i)), tk = get<1>(tCc(i));
-      so[tk * T::kOutPitch + wr] = __float2bfloat16_rn(num::mul(num::mul(acc(i), 128.0f), alpha));
-    }
-    __syncthreads();
-    constexpr int kPieces = kBW / 8;  // 16-byte pieces per staged row
-    for (int idx = tid; idx < kBT * kPieces; idx += T::kThreads) {
-      const int tk = idx / kPieces, pc = idx - tk * kPieces;
-      const int col = col0 + pc * 8;
-      if (tk >= tile.rows || col >= p.n) continue;  // n % 8 == 0: a piece is all in or all out
-      *reinterpret_cast<uint4*>(p.d + int64_t(row0 + tk) * p.ld_d + col) =
-          *reinterpret_cast<const uint4*>(so + tk * T::kOutPitch + pc * 8);
-    }
+    w4_store_tile(p, tile, s, acc, tCc);
     __syncthreads();  // the staged tile is read before the next tile's loads overwrite it
   }
 
-  // Rows past the last group end are zeros (N11), a CTA per row in turn (n % 8 == 0).
-  const int last = s.ends[p.groups - 1];
-  const int row_vecs = p.n / 8;
-  for (int r = last + blockIdx.x; r < p.m; r += gridDim.x) {
-    uint4* row = reinterpret_cast<uint4*>(p.d + int64_t(r) * p.ld_d);
-    for (int v = tid; v < row_vecs; v += T::kThreads) row[v] = make_uint4(0, 0, 0, 0);
-  }
+  w4_zero_rows_past_groups(p, s.ends[p.groups - 1]);
 }
 
 }  // namespace f46::cuda::gemm_detail
