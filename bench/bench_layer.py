@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import f46  # noqa: E402
 
 REPS = int(os.environ.get("F46_BENCH_REPS", "7"))
+REUSE = os.environ.get("F46_LAYER_REUSE", "1") != "0"  # 0: skip the micro-batch rows (short runs)
 MICRO = 4
 MODES = ("quantized", "dequantized")
 GIB = float(1 << 30)
@@ -200,12 +201,13 @@ def main() -> None:
                 f"{base / ms:.3f} | {peak_gib(run_f46):.2f} | "
                 f"{held_gib(lambda: layer(x, counts)):.2f} |"
             )
-            times = []
-            for cache in (True, False):
-                layer.cache_weights = cache
-                times.append(median_ms(lambda: accumulation_step(layer, micro)))
-            reuse[mode].append(times[1] / times[0])
-            rows.append((label, mode, times[0], times[1]))
+            if REUSE:
+                times = []
+                for cache in (True, False):
+                    layer.cache_weights = cache
+                    times.append(median_ms(lambda: accumulation_step(layer, micro)))
+                reuse[mode].append(times[1] / times[0])
+                rows.append((label, mode, times[0], times[1]))
             del layer
         for plan in FORCED_PLANS.get(name, ()):
             for mode in MODES:
@@ -234,7 +236,8 @@ def main() -> None:
     for label, mode, on, off in rows:
         print(f"| {label} | {mode} bwd | {on:8.2f} | {off:8.2f} | {off / on:.3f} |")
     for mode, r in reuse.items():
-        print(f"| geometric mean | {mode} bwd | | | {geomean(r):.3f} |")
+        if r:
+            print(f"| geometric mean | {mode} bwd | | | {geomean(r):.3f} |")
 
 
 if __name__ == "__main__":
