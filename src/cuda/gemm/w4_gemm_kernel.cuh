@@ -20,6 +20,7 @@
 #include "gemm_scale.h"
 #include "group_tiles.cuh"
 #include "grouped_bf16_gemm.h"
+#include "w4_convert.h"
 
 namespace f46::cuda::gemm_detail {
 
@@ -88,19 +89,15 @@ __device__ __forceinline__ void w4_fence_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
-// One k16 step of a weight row for this thread: the bytes holding codes (2t, 2t + 1) and
-// (8 + 2t, 9 + 2t) of the step (byte t of words w0 and w1; sel = t, t, t + 4, t + 4) -> the
-// WGMMA A registers (lo: k = 2t, 2t + 1; hi: k = 8 + 2t, 9 + 2t), each value code * scale * 2^-7
-// (fused_fp4_dequant.cuh: magnitude bits at BF16 bits 8..6, sign at 15, times S = scale *
-// 2^119); s2 = (S, S).
+// One k16 step of a weight row for this thread (w4_convert.h): the WGMMA A registers lo (k = 2t,
+// 2t + 1) and hi (k = 8 + 2t, 9 + 2t), each value code * scale * 2^-7; s2 = (S, S) with S =
+// scale * 2^119 (fused_fp4_dequant.cuh).
 __device__ __forceinline__ void w4_step_pairs(uint32_t w0, uint32_t w1, uint32_t sel, uint32_t s2,
                                               uint32_t& lo, uint32_t& hi) {
-  constexpr uint32_t kKeep = 0x81C081C0u;                             // bits 15, 8..6 of each half
-  const uint32_t v = __byte_perm(w0, w1, sel);                        // [b0, b0, b1, b1]
-  const uint32_t ma = ((v & 0x000F000Fu) * 0x1040u) & kKeep;          // (code 2t, code 8 + 2t)
-  const uint32_t mb = (((v >> 12) & 0x000F000Fu) * 0x1040u) & kKeep;  // (2t + 1, 9 + 2t)
-  lo = fp4::bf16x2_mul(__byte_perm(ma, mb, 0x5410), s2);
-  hi = fp4::bf16x2_mul(__byte_perm(ma, mb, 0x7632), s2);
+  uint32_t lo_bits, hi_bits;
+  w4::step_code_bits(w0, w1, sel, lo_bits, hi_bits);
+  lo = fp4::bf16x2_mul(lo_bits, s2);
+  hi = fp4::bf16x2_mul(hi_bits, s2);
 }
 
 // The A registers of k16 step `st` for rows r (f(4 st), f(4 st + 2)) and r + 8 (f(4 st + 1),
@@ -189,7 +186,7 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p
   const int lane = tid & 31;
   const int wrow = (tid >> 7) * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2);
   const uint32_t tq = lane & 3;
-  const uint32_t sel = tq | (tq << 4) | ((tq + 4) << 8) | ((tq + 4) << 12);
+  const uint32_t sel = w4::pair_selector(tq);
   const int kt_count = p.k / kBK;
   // Loads: tokens tid / 8 + 32 i (i < 8), 16-byte chunk tid % 8; codes of weight row tid / 2,
   // half tid % 2; scales of weight row tid (tid < kBW).
