@@ -8,13 +8,12 @@
 #include "f46/error.h"
 #include "fused_fp4_gemm.h"
 #include "fused_fp4_gemm_kernel.cuh"
+#include "persistent_launch.cuh"
 
 namespace f46::cuda::gemm_detail {
 namespace {
 
 std::atomic<uint64_t> g_launches{0};
-
-bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
 
 }  // namespace
 
@@ -28,13 +27,13 @@ bool fused_fp4_supported(const QuantizedOperand& a, const QuantizedOperand& b, i
   return k > 0 && k % FusedTraits::kBK == 0 && groups >= 1 && groups <= FusedTraits::kMaxGroups &&
          m <= INT32_MAX && n <= INT32_MAX && a.scope != AmaxScope::kRow &&
          a.codes.strides[1] == 1 && a.scales.strides[1] == 1 && b.codes.strides[nb - 1] == 1 &&
-         b.scales.strides[nb - 1] == 1 && aligned(a.codes.data, 16) &&
-         a.codes.strides[0] % 16 == 0 && aligned(b.codes.data, 16) &&
+         b.scales.strides[nb - 1] == 1 && aligned_to(a.codes.data, 16) &&
+         a.codes.strides[0] % 16 == 0 && aligned_to(b.codes.data, 16) &&
          b.codes.strides[nb - 2] % 16 == 0 && (nb == 2 || b.codes.strides[0] % 16 == 0) &&
-         aligned(a.scales.data, 2) && a.scales.strides[0] % 2 == 0 && aligned(b.scales.data, 2) &&
-         b.scales.strides[nb - 2] % 2 == 0 && (nb == 2 || b.scales.strides[0] % 2 == 0) &&
-         out.strides[1] == 1 && aligned(out.data, 16) && (out.strides[0] * es) % 16 == 0 &&
-         (n * es) % 16 == 0;
+         aligned_to(a.scales.data, 2) && a.scales.strides[0] % 2 == 0 &&
+         aligned_to(b.scales.data, 2) && b.scales.strides[nb - 2] % 2 == 0 &&
+         (nb == 2 || b.scales.strides[0] % 2 == 0) && out.strides[1] == 1 &&
+         aligned_to(out.data, 16) && (out.strides[0] * es) % 16 == 0 && (n * es) % 16 == 0;
 }
 
 namespace {
@@ -42,16 +41,8 @@ namespace {
 void launch(const FusedArgs& p, int max_tiles, cudaStream_t stream) {
   constexpr int kSmem = static_cast<int>(sizeof(FusedSmem)) + 1024;  // + alignment slack
   static std::once_flag attr_once;
-  std::call_once(attr_once, [] {
-    F46_CHECK_CUDA(cudaFuncSetAttribute(fused_fp4_gemm_kernel,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  });
-  int device = 0;
-  F46_CHECK_CUDA(cudaGetDevice(&device));
-  const int grid = std::max(1, std::min(sm_count(device), max_tiles));
-  fused_fp4_gemm_kernel<<<grid, FusedTraits::kThreads, kSmem, stream>>>(p);
-  F46_CHECK_LAUNCH("fused_fp4_gemm_kernel");
-  g_launches.fetch_add(1, std::memory_order_relaxed);
+  launch_persistent(fused_fp4_gemm_kernel, p, FusedTraits::kThreads, kSmem, max_tiles, attr_once,
+                    g_launches, "fused_fp4_gemm_kernel", stream);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "cuda/common/cuda_check.h"
 #include "cuda/common/launch_utils.h"
 #include "f46/error.h"
+#include "persistent_launch.cuh"
 #include "w4_gemm.h"
 #include "w4_gemm_kernel.cuh"
 
@@ -14,8 +15,6 @@ namespace f46::cuda::gemm_detail {
 namespace {
 
 std::atomic<uint64_t> g_launches{0};
-
-bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
 
 }  // namespace
 
@@ -30,10 +29,10 @@ bool w4_supported(const QuantizedOperand& a, const QuantizedOperand& b, int grou
          groups <= W4Traits::kMaxGroups && m <= INT32_MAX && n <= INT32_MAX && n % 8 == 0 &&
          a.scope != AmaxScope::kRow && out.dtype == DType::kBFloat16 &&
          b.codes.strides[nb - 1] == 1 && b.scales.strides[nb - 1] == 1 &&
-         aligned(b.codes.data, 16) && b.codes.strides[nb - 2] % 16 == 0 &&
-         (nb == 2 || b.codes.strides[0] % 16 == 0) && aligned(b.scales.data, 4) &&
+         aligned_to(b.codes.data, 16) && b.codes.strides[nb - 2] % 16 == 0 &&
+         (nb == 2 || b.codes.strides[0] % 16 == 0) && aligned_to(b.scales.data, 4) &&
          b.scales.strides[nb - 2] % 4 == 0 && (nb == 2 || b.scales.strides[0] % 4 == 0) &&
-         out.strides[1] == 1 && aligned(out.data, 16) && out.strides[0] % 8 == 0;
+         out.strides[1] == 1 && aligned_to(out.data, 16) && out.strides[0] % 8 == 0;
 }
 
 namespace {
@@ -41,16 +40,8 @@ namespace {
 void launch(const W4Args& p, int max_tiles, cudaStream_t stream) {
   constexpr int kSmem = static_cast<int>(sizeof(W4Smem)) + 1024;  // + alignment slack
   static std::once_flag attr_once;
-  std::call_once(attr_once, [] {
-    F46_CHECK_CUDA(
-        cudaFuncSetAttribute(w4_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-  });
-  int device = 0;
-  F46_CHECK_CUDA(cudaGetDevice(&device));
-  const int grid = std::max(1, std::min(sm_count(device), max_tiles));
-  w4_gemm_kernel<<<grid, W4Traits::kThreads, kSmem, stream>>>(p);
-  F46_CHECK_LAUNCH("w4_gemm_kernel");
-  g_launches.fetch_add(1, std::memory_order_relaxed);
+  launch_persistent(w4_gemm_kernel, p, W4Traits::kThreads, kSmem, max_tiles, attr_once, g_launches,
+                    "w4_gemm_kernel", stream);
 }
 
 }  // namespace
@@ -60,7 +51,7 @@ uint64_t w4_launches() { return g_launches.load(); }
 void run_w4_gemm(const QuantizedOperand& a, const __nv_bfloat16* a_bf16, const QuantizedOperand& b,
                  const int32_t* offs, int groups, TensorView& out, cudaStream_t stream) {
   const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
-  F46_CHECK(aligned(a_bf16, 16), "plan (c): the BF16 copy of A must be 16-byte aligned");
+  F46_CHECK(aligned_to(a_bf16, 16), "plan (c): the BF16 copy of A must be 16-byte aligned");
   W4Args p;
   const int nb = b.codes.ndim;
   p.a = reinterpret_cast<const cutlass::bfloat16_t*>(a_bf16);

@@ -3,23 +3,15 @@
 // bitwise against plan (a) (dequantize + CUTLASS) on the same inputs, each group bitwise equal
 // to the dense plan (b) GEMM on its rows, rows past the last offset zero (N10, N11). Partial
 // tiles, uneven/empty/single-row groups, subnormal block scales, several persistent waves.
-#include <algorithm>
-#include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cuda/gemm/fused_fp4_gemm.h"
-#include "cuda/test_cuda_gemm_util.h"
+#include "cuda/test_cuda_gemm_plan.h"
 
 namespace f46::test {
 namespace {
-
-// The call context forcing a GEMM plan (Context::gemm.plan).
-Context with_plan(GemmPlan p) {
-  Context ctx;
-  ctx.gemm.plan = p;
-  return ctx;
-}
 
 struct FusedCase {
   int64_t m, n, k;
@@ -43,112 +35,39 @@ class CudaGemmFused : public testing::TestWithParam<FusedCase> {
   void SetUp() override {
     SKIP_WITHOUT_CUDA();
     const FusedCase& c = GetParam();
-    dense = c.sizes.empty();
-    e = dense ? 1 : static_cast<int64_t>(c.sizes.size());
-    offs_v = dense ? std::vector<int32_t>{static_cast<int32_t>(c.m)} : cumulative(c.sizes);
-    a = random_qmatrix(c.m, c.k, 300 + c.m, 0, c.scale_lo, 0x58);
-    b = random_qmatrix(c.n, c.k, 400 + c.n, dense ? 0 : e, c.scale_lo, 0x58);
-    amax_a = float_tensor(random_amax(c.a_scope == AmaxScope::kGroup ? e : 1, 41));
-    amax_b = float_tensor(random_amax(c.b_scope == AmaxScope::kGroup ? e : 1, 42));
+    prob = std::make_unique<PlanProblem>(
+        PlanProblemSpec{c.m, c.n, c.k, c.sizes, c.a_scope, c.b_scope, c.scale_lo, 0x58, 300});
     const uint64_t before = cuda::gemm_detail::fused_fp4_launches();
-    out_b = run(c.out, GemmPlan::kFusedFp4);
+    out_b = prob->run(GemmPlan::kFusedFp4, c.out);
     launches = cuda::gemm_detail::fused_fp4_launches() - before;
-    out_a = run(c.out, GemmPlan::kDequantBf16);
+    out_a = prob->run(GemmPlan::kDequantBf16, c.out);
   }
 
-  HostTensor run(DType t, GemmPlan plan) {
-    const FusedCase& c = GetParam();
-    DeviceOperand da(a, amax_a, c.a_scope, 256), db(b, amax_b, c.b_scope, 448);
-    GemmDeviceTensor dout(garbage(t, {c.m, c.n}));
-    if (dense) {
-      gemm(da.op, db.op, TensorView{}, dout.view(), with_plan(plan));
-    } else {
-      GemmDeviceTensor doffs(int_tensor(offs_v));
-      grouped_gemm_m(da.op, db.op, doffs.view(), TensorView{}, dout.view(), with_plan(plan));
-    }
-    cuda_ok(cudaDeviceSynchronize());
-    return dout.download();
-  }
-  int group_of(int64_t row) const {
-    for (int g = 0; g < e; ++g)
-      if (row < offs_v[g]) return g;
-    return -1;
-  }
-
-  bool dense = false;
-  int64_t e = 0;
-  std::vector<int32_t> offs_v;
-  QMatrix a, b;
-  HostTensor amax_a, amax_b, out_a, out_b;
+  std::unique_ptr<PlanProblem> prob;
+  HostTensor out_a, out_b;
   uint64_t launches = 0;
 };
 
 TEST_P(CudaGemmFused, RunsPlanB) { EXPECT_EQ(launches, 1u) << "plan (b) was not launched"; }
 
 TEST_P(CudaGemmFused, MatchesFp64Reference) {
-  const FusedCase& c = GetParam();
-  // Every row for small cases; a spread of rows (each tile row position) for large ones.
-  const int64_t step = c.m * c.n * c.k > (int64_t{1} << 26) ? 37 : 1;
-  std::vector<float> got;
-  std::vector<double> want;
-  for (int64_t i = 0; i < c.m; i += step) {
-    const int g = group_of(i);
-    for (int64_t j = 0; j < c.n; ++j) {
-      got.push_back(out_b.at(i, j));
-      if (g < 0) {
-        want.push_back(0.0);
-        continue;
-      }
-      const double ga = amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0] / (6.0 * 256);
-      const double gb = amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0] / (6.0 * 448);
-      want.push_back(ga * gb * dot_ref(a, 0, i, b, dense ? 0 : g, j, 0, c.k));
-    }
-  }
-  EXPECT_LT(rel_frobenius(got, want), c.out == DType::kFloat32 ? 1e-5 : 4e-3);
+  EXPECT_LT(prob->fp64_error(out_b), GetParam().out == DType::kFloat32 ? 1e-5 : 4e-3);
 }
 
 // Same exact BF16 products, same WGMMA k16 sequence in increasing K, same epilogue formula:
 // plan (b) gives plan (a)'s bits.
 TEST_P(CudaGemmFused, BitwiseEqualsPlanA) {
-  const FusedCase& c = GetParam();
-  const int64_t es = dtype_size(c.out), row = c.n * es;
-  int64_t diff_rows = 0, first = -1;
-  for (int64_t i = 0; i < c.m; ++i) {
-    if (!bytes_equal(out_a, i * row, out_b, i * row, row)) {
-      if (first < 0) first = i;
-      ++diff_rows;
-    }
-  }
-  EXPECT_EQ(diff_rows, 0) << "first differing row " << first;
+  int64_t first = -1;
+  EXPECT_EQ(prob->differing_rows(out_a, out_b, first), 0) << "first differing row " << first;
 }
 
 TEST_P(CudaGemmFused, RowsPastLastOffsetAreZero) {
-  const FusedCase& c = GetParam();
-  const int64_t es = dtype_size(c.out);
-  for (int64_t i = offs_v.back() * c.n * es; i < c.m * c.n * es; ++i)
-    ASSERT_EQ(out_b.bytes()[i], 0) << "byte " << i;
+  EXPECT_EQ(prob->nonzero_past_groups(out_b), -1);
 }
 
 TEST_P(CudaGemmFused, EachGroupEqualsDenseBitwise) {
-  const FusedCase& c = GetParam();
-  if (dense) GTEST_SKIP() << "dense case";
-  const int64_t es = dtype_size(c.out);
-  int64_t lo = 0;
-  for (int64_t g = 0; g < e; ++g) {
-    const int64_t hi = offs_v[g];
-    if (hi == lo) continue;
-    QMatrix ag = slice_rows(a, lo, hi), bg = slice_rows(b, 0, c.n, g);
-    HostTensor am = float_tensor({amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0]});
-    HostTensor bm = float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
-    DeviceOperand da(ag, am, AmaxScope::kTensor, 256), db(bg, bm, AmaxScope::kTensor, 448);
-    GemmDeviceTensor dout(garbage(c.out, {hi - lo, c.n}));
-    gemm(da.op, db.op, TensorView{}, dout.view(), with_plan(GemmPlan::kFusedFp4));
-    const HostTensor d = dout.download();
-    for (int64_t i = 0; i < hi - lo; ++i)
-      ASSERT_TRUE(bytes_equal(d, i * c.n * es, out_b, (lo + i) * c.n * es, c.n * es))
-          << "group " << g << " row " << lo + i;
-    lo = hi;
-  }
+  if (prob->dense) GTEST_SKIP() << "dense case";
+  prob->expect_groups_equal_dense(out_b, GemmPlan::kFusedFp4);
 }
 
 constexpr AmaxScope kT = AmaxScope::kTensor, kG = AmaxScope::kGroup;
@@ -181,7 +100,7 @@ TEST(CudaGemmFusedScope, OutOfScopeFallsBackToPlanA) {
   DeviceOperand da(a, am, AmaxScope::kTensor, 256), db(b, bm, AmaxScope::kTensor, 256);
   auto run = [&](GemmPlan p) {
     GemmDeviceTensor dout(garbage(DType::kFloat32, {m, n}));
-    gemm(da.op, db.op, TensorView{}, dout.view(), with_plan(p));
+    gemm(da.op, db.op, TensorView{}, dout.view(), forced_plan(p));
     return dout.download();
   };
   const uint64_t before = cuda::gemm_detail::fused_fp4_launches();

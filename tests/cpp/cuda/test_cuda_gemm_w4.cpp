@@ -5,21 +5,15 @@
 // (c) GEMM on its rows, rows past the last offset zero (N10, N11). Partial tiles in both
 // dimensions, 1 to 16 k-tiles (fewer than the copies kept in flight included), uneven, empty and
 // single-row groups, subnormal and the largest block scales, several persistent waves.
-#include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "cuda/gemm/w4_gemm.h"
-#include "cuda/test_cuda_gemm_util.h"
+#include "cuda/test_cuda_gemm_plan.h"
 
 namespace f46::test {
 namespace {
-
-Context plan_ctx(GemmPlan p) {
-  Context ctx;
-  ctx.gemm.plan = p;
-  return ctx;
-}
 
 struct W4Case {
   int64_t m, n, k;
@@ -42,109 +36,35 @@ class CudaGemmW4 : public testing::TestWithParam<W4Case> {
   void SetUp() override {
     SKIP_WITHOUT_CUDA();
     const W4Case& c = GetParam();
-    dense = c.sizes.empty();
-    e = dense ? 1 : static_cast<int64_t>(c.sizes.size());
-    offs_v = dense ? std::vector<int32_t>{static_cast<int32_t>(c.m)} : cumulative(c.sizes);
-    a = random_qmatrix(c.m, c.k, 500 + c.m, 0, c.scale_lo, c.scale_hi);
-    b = random_qmatrix(c.n, c.k, 600 + c.n, dense ? 0 : e, c.scale_lo, c.scale_hi);
-    amax_a = float_tensor(random_amax(c.a_scope == AmaxScope::kGroup ? e : 1, 51));
-    amax_b = float_tensor(random_amax(c.b_scope == AmaxScope::kGroup ? e : 1, 52));
+    prob = std::make_unique<PlanProblem>(
+        PlanProblemSpec{c.m, c.n, c.k, c.sizes, c.a_scope, c.b_scope, c.scale_lo, c.scale_hi, 500});
     const uint64_t before = cuda::gemm_detail::w4_launches();
-    out_c = run(GemmPlan::kWeight4);
+    out_c = prob->run(GemmPlan::kWeight4, DType::kBFloat16);
     launches = cuda::gemm_detail::w4_launches() - before;
-    out_a = run(GemmPlan::kDequantBf16);
+    out_a = prob->run(GemmPlan::kDequantBf16, DType::kBFloat16);
   }
 
-  HostTensor run(GemmPlan plan) {
-    const W4Case& c = GetParam();
-    DeviceOperand da(a, amax_a, c.a_scope, 256), db(b, amax_b, c.b_scope, 448);
-    GemmDeviceTensor dout(garbage(DType::kBFloat16, {c.m, c.n}));
-    if (dense) {
-      gemm(da.op, db.op, TensorView{}, dout.view(), plan_ctx(plan));
-    } else {
-      GemmDeviceTensor doffs(int_tensor(offs_v));
-      grouped_gemm_m(da.op, db.op, doffs.view(), TensorView{}, dout.view(), plan_ctx(plan));
-    }
-    cuda_ok(cudaDeviceSynchronize());
-    return dout.download();
-  }
-  int group_of(int64_t row) const {
-    for (int g = 0; g < e; ++g)
-      if (row < offs_v[g]) return g;
-    return -1;
-  }
-
-  bool dense = false;
-  int64_t e = 0;
-  std::vector<int32_t> offs_v;
-  QMatrix a, b;
-  HostTensor amax_a, amax_b, out_a, out_c;
+  std::unique_ptr<PlanProblem> prob;
+  HostTensor out_a, out_c;
   uint64_t launches = 0;
 };
 
 TEST_P(CudaGemmW4, RunsPlanC) { EXPECT_EQ(launches, 1u) << "plan (c) was not launched"; }
 
-TEST_P(CudaGemmW4, MatchesFp64Reference) {
-  const W4Case& c = GetParam();
-  const int64_t step = c.m * c.n * c.k > (int64_t{1} << 26) ? 37 : 1;
-  std::vector<float> got;
-  std::vector<double> want;
-  for (int64_t i = 0; i < c.m; i += step) {
-    const int g = group_of(i);
-    for (int64_t j = 0; j < c.n; ++j) {
-      got.push_back(out_c.at(i, j));
-      if (g < 0) {
-        want.push_back(0.0);
-        continue;
-      }
-      const double ga = amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0] / (6.0 * 256);
-      const double gb = amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0] / (6.0 * 448);
-      want.push_back(ga * gb * dot_ref(a, 0, i, b, dense ? 0 : g, j, 0, c.k));
-    }
-  }
-  EXPECT_LT(rel_frobenius(got, want), 4e-3);
-}
+TEST_P(CudaGemmW4, MatchesFp64Reference) { EXPECT_LT(prob->fp64_error(out_c), 4e-3); }
 
 // Same exact products, the same k16 WGMMA steps in increasing K, the same epilogue formula:
 // plan (c) gives plan (a)'s bits.
 TEST_P(CudaGemmW4, BitwiseEqualsPlanA) {
-  const W4Case& c = GetParam();
-  const int64_t row = c.n * 2;
-  int64_t diff_rows = 0, first = -1;
-  for (int64_t i = 0; i < c.m; ++i) {
-    if (!bytes_equal(out_a, i * row, out_c, i * row, row)) {
-      if (first < 0) first = i;
-      ++diff_rows;
-    }
-  }
-  EXPECT_EQ(diff_rows, 0) << "first differing row " << first;
+  int64_t first = -1;
+  EXPECT_EQ(prob->differing_rows(out_a, out_c, first), 0) << "first differing row " << first;
 }
 
-TEST_P(CudaGemmW4, RowsPastLastOffsetAreZero) {
-  const W4Case& c = GetParam();
-  for (int64_t i = offs_v.back() * c.n * 2; i < c.m * c.n * 2; ++i)
-    ASSERT_EQ(out_c.bytes()[i], 0) << "byte " << i;
-}
+TEST_P(CudaGemmW4, RowsPastLastOffsetAreZero) { EXPECT_EQ(prob->nonzero_past_groups(out_c), -1); }
 
 TEST_P(CudaGemmW4, EachGroupEqualsDenseBitwise) {
-  const W4Case& c = GetParam();
-  if (dense) GTEST_SKIP() << "dense case";
-  int64_t lo = 0;
-  for (int64_t g = 0; g < e; ++g) {
-    const int64_t hi = offs_v[g];
-    if (hi == lo) continue;
-    QMatrix ag = slice_rows(a, lo, hi), bg = slice_rows(b, 0, c.n, g);
-    HostTensor am = float_tensor({amax_a.ptr<float>()[c.a_scope == AmaxScope::kGroup ? g : 0]});
-    HostTensor bm = float_tensor({amax_b.ptr<float>()[c.b_scope == AmaxScope::kGroup ? g : 0]});
-    DeviceOperand da(ag, am, AmaxScope::kTensor, 256), db(bg, bm, AmaxScope::kTensor, 448);
-    GemmDeviceTensor dout(garbage(DType::kBFloat16, {hi - lo, c.n}));
-    gemm(da.op, db.op, TensorView{}, dout.view(), plan_ctx(GemmPlan::kWeight4));
-    const HostTensor d = dout.download();
-    for (int64_t i = 0; i < hi - lo; ++i)
-      ASSERT_TRUE(bytes_equal(d, i * c.n * 2, out_c, (lo + i) * c.n * 2, c.n * 2))
-          << "group " << g << " row " << lo + i;
-    lo = hi;
-  }
+  if (prob->dense) GTEST_SKIP() << "dense case";
+  prob->expect_groups_equal_dense(out_c, GemmPlan::kWeight4);
 }
 
 constexpr AmaxScope kT = AmaxScope::kTensor, kG = AmaxScope::kGroup;
@@ -188,7 +108,7 @@ TEST(CudaGemmW4Scope, OutOfScopeFallsBackToPlanA) {
     DeviceOperand da(a, am, sc.a_scope, 256), db(b, bm, AmaxScope::kTensor, 256);
     auto run = [&](GemmPlan p) {
       GemmDeviceTensor dout(garbage(sc.out, {sc.m, sc.n}));
-      gemm(da.op, db.op, TensorView{}, dout.view(), plan_ctx(p));
+      gemm(da.op, db.op, TensorView{}, dout.view(), forced_plan(p));
       return dout.download();
     };
     const uint64_t before = cuda::gemm_detail::w4_launches();
