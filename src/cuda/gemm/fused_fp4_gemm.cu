@@ -54,17 +54,11 @@ void run_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, co
   const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
 
   FusedArgs p;
-  const int nb = b.codes.ndim;
   p.a_codes = a.codes.ptr<const uint8_t>();
   p.a_scales = a.scales.ptr<const uint8_t>();
   p.a_code_ld = a.codes.strides[0];
   p.a_scale_ld = a.scales.strides[0];
-  p.b_codes = b.codes.ptr<const uint8_t>();
-  p.b_scales = b.scales.ptr<const uint8_t>();
-  p.b_code_ld = b.codes.strides[nb - 2];
-  p.b_scale_ld = b.scales.strides[nb - 2];
-  p.b_code_gs = nb == 3 ? b.codes.strides[0] : 0;
-  p.b_scale_gs = nb == 3 ? b.scales.strides[0] : 0;
+  set_b_operand(p, b);
   p.offs = offs;
   p.groups = groups;
   p.m = static_cast<int>(m);
@@ -73,12 +67,7 @@ void run_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, co
   p.d = out.data;
   p.d_bf16 = out.dtype == DType::kBFloat16;
   p.ld_d = out.strides[0];
-  p.alpha.amax_a = a.amax.ptr<const float>();
-  p.alpha.scope_a = a.scope;
-  p.alpha.bound_a = a.scale_bound;
-  p.alpha.amax_b = b.amax.ptr<const float>();
-  p.alpha.scope_b = b.scope;
-  p.alpha.bound_b = b.scale_bound;
+  p.alpha = group_alpha(a, b);
   // Tiles: at most ceil(M / BM) + (groups - 1) m-tiles (one partial tile per group boundary).
   const int64_t n_tiles = (n + FusedTraits::kBN - 1) / FusedTraits::kBN;
   const int64_t max_tiles = ((m + FusedTraits::kBM - 1) / FusedTraits::kBM + groups) * n_tiles;

@@ -12,6 +12,7 @@
 #include "cuda/gemm/gemm_choice.h"
 #include "fused_fp4_gemm.h"
 #include "gemm_kernels.h"
+#include "gemm_scale.h"
 #include "grouped_bf16_gemm.h"
 #include "w4_gemm.h"
 
@@ -172,17 +173,6 @@ EpilogueArgs epilogue_args(GroupMode mode, const Buffers& buf, const TensorView&
   return e;
 }
 
-gemm_detail::GroupAlpha group_alpha(const QuantizedOperand& a, const QuantizedOperand& b) {
-  gemm_detail::GroupAlpha al;
-  al.amax_a = a.amax.ptr<const float>();
-  al.scope_a = a.scope;
-  al.bound_a = a.scale_bound;
-  al.amax_b = b.amax.ptr<const float>();
-  al.scope_b = b.scope;
-  al.bound_b = b.scale_bound;
-  return al;
-}
-
 // M-grouped core; offs == nullptr means one group covering all rows (the dense GEMM).
 void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs, int groups,
               const TensorView& bias, TensorView& out, const Context& ctx) {
@@ -235,7 +225,7 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
     p.d = out.data;
     p.d_bf16 = out.dtype == DType::kBFloat16;
     p.ld_d = out.strides[0];
-    p.alpha = group_alpha(a, b);
+    p.alpha = gemm_detail::group_alpha(a, b);
   } else {
     p.d = buf.d;
     p.ld_d = n8;
@@ -313,7 +303,7 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
   if (fused) {
     p.d = out.data;
     p.d_bf16 = out.dtype == DType::kBFloat16;
-    p.alpha = group_alpha(a, b);
+    p.alpha = gemm_detail::group_alpha(a, b);
   } else {
     p.d = buf.d;
   }

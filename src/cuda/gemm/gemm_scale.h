@@ -5,6 +5,7 @@
 
 #include "common/numerics.h"
 #include "cuda/gemm/grouped_bf16_gemm.h"
+#include "f46/gemm.h"
 #include "f46/quantize.h"
 
 namespace f46::cuda::gemm_detail {
@@ -19,6 +20,31 @@ F46_HD float gemm_global_scale(const float* amax, AmaxScope scope, int g, float 
 F46_HD float group_alpha_of(const GroupAlpha& al, int g) {
   return num::mul(gemm_global_scale(al.amax_a, al.scope_a, g, al.bound_a),
                   gemm_global_scale(al.amax_b, al.scope_b, g, al.bound_b));
+}
+
+// The amaxes, scopes and bounds of A and B that alpha[g] is computed from (host).
+inline GroupAlpha group_alpha(const QuantizedOperand& a, const QuantizedOperand& b) {
+  GroupAlpha al;
+  al.amax_a = a.amax.ptr<const float>();
+  al.scope_a = a.scope;
+  al.bound_a = a.scale_bound;
+  al.amax_b = b.amax.ptr<const float>();
+  al.scope_b = b.scope;
+  al.bound_b = b.scale_bound;
+  return al;
+}
+
+// The 4-bit B operand of the fused kernels' arguments (plans (b), (c): fields b_codes, b_scales,
+// b_code_ld, b_scale_ld, b_code_gs, b_scale_gs; byte strides) from (N, K) or (E, N, K) codes.
+template <class Args>
+void set_b_operand(Args& p, const QuantizedOperand& b) {
+  const int nb = b.codes.ndim;
+  p.b_codes = b.codes.ptr<const uint8_t>();
+  p.b_scales = b.scales.ptr<const uint8_t>();
+  p.b_code_ld = b.codes.strides[nb - 2];
+  p.b_scale_ld = b.scales.strides[nb - 2];
+  p.b_code_gs = nb == 3 ? b.codes.strides[0] : 0;
+  p.b_scale_gs = nb == 3 ? b.scales.strides[0] : 0;
 }
 
 }  // namespace f46::cuda::gemm_detail

@@ -53,15 +53,9 @@ void run_w4_gemm(const QuantizedOperand& a, const __nv_bfloat16* a_bf16, const Q
   const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
   F46_CHECK(aligned_to(a_bf16, 16), "plan (c): the BF16 copy of A must be 16-byte aligned");
   W4Args p;
-  const int nb = b.codes.ndim;
   p.a = reinterpret_cast<const cutlass::bfloat16_t*>(a_bf16);
   p.lda = k;
-  p.b_codes = b.codes.ptr<const uint8_t>();
-  p.b_scales = b.scales.ptr<const uint8_t>();
-  p.b_code_ld = b.codes.strides[nb - 2];
-  p.b_scale_ld = b.scales.strides[nb - 2];
-  p.b_code_gs = nb == 3 ? b.codes.strides[0] : 0;
-  p.b_scale_gs = nb == 3 ? b.scales.strides[0] : 0;
+  set_b_operand(p, b);
   p.offs = offs;
   p.groups = groups;
   p.m = static_cast<int>(m);
@@ -69,12 +63,7 @@ void run_w4_gemm(const QuantizedOperand& a, const __nv_bfloat16* a_bf16, const Q
   p.k = static_cast<int>(k);
   p.d = static_cast<__nv_bfloat16*>(out.data);
   p.ld_d = out.strides[0];
-  p.alpha.amax_a = a.amax.ptr<const float>();
-  p.alpha.scope_a = a.scope;
-  p.alpha.bound_a = a.scale_bound;
-  p.alpha.amax_b = b.amax.ptr<const float>();
-  p.alpha.scope_b = b.scope;
-  p.alpha.bound_b = b.scale_bound;
+  p.alpha = group_alpha(a, b);
   // Tiles: at most ceil(M / BT) + groups token tiles (one partial tile per group boundary).
   const int64_t n_tiles = (n + W4Traits::kBW - 1) / W4Traits::kBW;
   const int64_t max_tiles = ((m + W4Traits::kBT - 1) / W4Traits::kBT + groups) * n_tiles;
