@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|plans|layer|baseline|profile|demo|demo-part|all]...
+# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|plans|ncu|layer|baseline|profile|demo|demo-part|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -82,6 +82,15 @@ fi
 if [[ " $STEPS " == *" plans "* ]]; then  # the GEMM plans table alone (bench_gemm.py plans)
   timeout ${F46_PLANS_TIMEOUT:-240} python3 bench/bench_gemm.py plans > "$OUT/bench_plans.log" 2>&1
   note "bench_gemm plans rc=$?"; grep "|" "$OUT/bench_plans.log" | grep -v -- "---"
+fi
+if [[ " $STEPS " == *" ncu "* ]]; then  # Nsight Compute of the first launch of F46_NCU_KERNEL
+  # in F46_NCU_CMD (default: the plans bench, whose first plan (c) launch is dense 8192^3)
+  K=${F46_NCU_KERNEL:-w4_gemm_kernel}
+  timeout ${F46_NCU_TIMEOUT:-200} ncu -k "regex:$K" --launch-count 1 --set full \
+    ${F46_NCU_CMD:-python3 bench/bench_gemm.py plans} > "$OUT/ncu_$K.txt" 2>&1
+  note "ncu $K rc=$?"
+  grep -E "Duration|Throughput|Issue Slots Busy|Registers Per|Achieved Occupancy|Stall|stall" \
+    "$OUT/ncu_$K.txt" | head -30
 fi
 if [[ " $STEPS " == *" baseline "* ]]; then  # the layer bench of another commit's tree, same machine
   # F46_BASELINE_SRC (default .baseline/, e.g. `git archive 6f75adb | tar -x -C .baseline`,
