@@ -84,10 +84,10 @@ if [[ " $STEPS " == *" plans "* ]]; then  # the GEMM plans table alone (bench_ge
   note "bench_gemm plans rc=$?"; grep "|" "$OUT/bench_plans.log" | grep -v -- "---"
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then  # Nsight Compute of the first launch of F46_NCU_KERNEL
-  # in F46_NCU_CMD (default: the plans bench, whose first plan (c) launch is dense 8192^3)
+  # in F46_NCU_CMD (default: bench/ncu_w4.py, one dense 8192^3 plan (c) GEMM)
   K=${F46_NCU_KERNEL:-w4_gemm_kernel}
   timeout ${F46_NCU_TIMEOUT:-200} ncu -k "regex:$K" --launch-count 1 --set full \
-    ${F46_NCU_CMD:-python3 bench/bench_gemm.py plans} > "$OUT/ncu_$K.txt" 2>&1
+    ${F46_NCU_CMD:-python3 bench/ncu_w4.py} > "$OUT/ncu_$K.txt" 2>&1
   note "ncu $K rc=$?"
   grep -E "Duration|Throughput|Issue Slots Busy|Registers Per|Achieved Occupancy|Stall|stall" \
     "$OUT/ncu_$K.txt" | head -30
