@@ -14,6 +14,7 @@
 #include <cute/tensor.hpp>
 
 #include "common/numerics.h"
+#include "cuda/common/cp_async.cuh"
 #include "f46/quantize.h"
 #include "fused_fp4_dequant.cuh"
 #include "gemm_scale.h"
@@ -110,17 +111,6 @@ __device__ __forceinline__ void fused_store_tile(const FusedArgs& p, const Fused
   }
 }
 
-// Rows past the last group end are zeros (N11), a CTA per row in turn. Row bytes are a multiple
-// of 16 (checked by fused_fp4_supported).
-__device__ __forceinline__ void fused_zero_rows_past_groups(const FusedArgs& p, int last) {
-  const int es = p.d_bf16 ? 2 : 4;
-  const int row_vecs = p.n * es / 16;
-  for (int r = last + blockIdx.x; r < p.m; r += gridDim.x) {
-    uint4* row = reinterpret_cast<uint4*>(static_cast<char*>(p.d) + int64_t(r) * p.ld_d * es);
-    for (int v = threadIdx.x; v < row_vecs; v += blockDim.x) row[v] = make_uint4(0, 0, 0, 0);
-  }
-}
-
 // One half row of a k-tile (32 codes, two block scales) dequantized to exact BF16 (N10) into
 // its four swizzled 8-element chunks. Both operands are written in the same paired K order
 // inside every chunk, so the WGMMAs sum the same products per k16 step as plan (a) (verified
@@ -133,10 +123,6 @@ __device__ __forceinline__ void fused_put_half_row(cutlass::bfloat16_t* base, co
   *reinterpret_cast<uint4*>(base + off[1]) = fp4::e2m1x8_to_bf16x8_paired(c.y, s0);
   *reinterpret_cast<uint4*>(base + off[2]) = fp4::e2m1x8_to_bf16x8_paired(c.z, s1);
   *reinterpret_cast<uint4*>(base + off[3]) = fp4::e2m1x8_to_bf16x8_paired(c.w, s1);
-}
-
-__device__ __forceinline__ void fused_fence_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kernel(FusedArgs p) {
@@ -224,7 +210,7 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
       if (kt + 2 < kt_count) load(nxt);
       if (kt + 1 < kt_count) store(cur, next_stage);
       warpgroup_wait<1>();
-      fused_fence_async_shared();
+      fence_proxy_async_shared();
       __syncthreads();
       stage = next_stage;
     };
@@ -233,7 +219,7 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
     load(fx);
     if (kt_count > 1) load(fy);
     store(fx, 0);
-    fused_fence_async_shared();
+    fence_proxy_async_shared();
     __syncthreads();
     mma.accumulate_ = GMMA::ScaleOut::Zero;  // the first k16 step writes, the others add
     for (int kt = 0; kt < kt_count; kt += 2) {
@@ -247,7 +233,8 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
     fused_store_tile(p, tile, acc, tCc);
   }
 
-  fused_zero_rows_past_groups(p, s.ends[p.groups - 1]);
+  const int es = p.d_bf16 ? 2 : 4;
+  zero_rows_past_groups(p.d, p.ld_d * es, p.n * es, s.ends[p.groups - 1], p.m);
 }
 
 }  // namespace f46::cuda::gemm_detail

@@ -197,7 +197,8 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
     return;
   }
   if (route == gemm_detail::GemmRoute::kWeight4) {  // plan (c): only A gets a BF16 copy
-    Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), out.device_index, stream);
+    // Scratch: A's BF16 copy and the group metadata only (no B copy, no FP32 product).
+    Scratch scratch(ctx, detail::gemm_ws_bytes(m * k, 0, 0, groups), out.device_index, stream);
     Buffers buf = carve(scratch, m * k, 0, 0, groups);
     gemm_detail::launch_dequant_bf16(dequant_args(a, 1, m, m, k, buf.a), stream);
     gemm_detail::run_w4_gemm(a, buf.a, b, offs, groups, out, stream);

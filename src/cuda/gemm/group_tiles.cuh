@@ -95,4 +95,16 @@ __device__ __forceinline__ GroupTile group_tile_at(const int32_t* ends, const in
   return GroupTile{g, row0, min(kRowTile, ends[g] - row0), nt * kColTile};
 }
 
+// Rows [last, m) of the output d (row stride ld_bytes) are zeros (N11: rows past the last group
+// end), a CTA per row in turn; row_bytes (the written part of a row) and ld_bytes are multiples
+// of 16.
+__device__ __forceinline__ void zero_rows_past_groups(void* d, int64_t ld_bytes, int row_bytes,
+                                                      int last, int m) {
+  const int row_vecs = row_bytes / 16;
+  for (int r = last + blockIdx.x; r < m; r += gridDim.x) {
+    uint4* row = reinterpret_cast<uint4*>(static_cast<char*>(d) + int64_t(r) * ld_bytes);
+    for (int v = threadIdx.x; v < row_vecs; v += blockDim.x) row[v] = make_uint4(0, 0, 0, 0);
+  }
+}
+
 }  // namespace f46::cuda::gemm_detail

@@ -16,6 +16,7 @@
 #include <cute/tensor.hpp>
 
 #include "common/numerics.h"
+#include "cuda/common/cp_async.cuh"
 #include "fused_fp4_dequant.cuh"
 #include "gemm_scale.h"
 #include "group_tiles.cuh"
@@ -68,26 +69,6 @@ struct alignas(1024) W4Smem {
 };
 static_assert(W4Traits::kBT * W4Traits::kOutPitch <= cute::cosize_v<W4Traits::LayoutT>,
               "the output tile is staged in the token ring");
-
-__device__ __forceinline__ uint32_t w4_smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void w4_cp16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void w4_cp4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void w4_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void w4_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-__device__ __forceinline__ void w4_fence_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
 
 // One k16 step of a weight row for this thread (w4_convert.h): the WGMMA A registers lo (k = 2t,
 // 2t + 1) and hi (k = 8 + 2t, 9 + 2t), each value code * scale * 2^-7; s2 = (S, S) with S =
@@ -145,16 +126,6 @@ __device__ __forceinline__ void w4_store_tile(const W4Args& p, const GroupTile& 
   }
 }
 
-// Rows at or past the last group end are zeros (N11), a CTA per row in turn (n % 8 == 0).
-__device__ __forceinline__ void w4_zero_rows_past_groups(const W4Args& p, int last) {
-  const int row_vecs = p.n / 8;
-  for (int r = last + blockIdx.x; r < p.m; r += gridDim.x) {
-    uint4* row = reinterpret_cast<uint4*>(p.d + int64_t(r) * p.ld_d);
-    for (int v = threadIdx.x; v < row_vecs; v += W4Traits::kThreads)
-      row[v] = make_uint4(0, 0, 0, 0);
-  }
-}
-
 __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p) {
   using namespace cute;
   using T = W4Traits;
@@ -207,11 +178,11 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p
       for (int i = 0; i < kBT / 32; ++i) {
         const int r = lrow + 32 * i;
         const int64_t src_row = row0 + min(r, tile.rows - 1);
-        w4_cp16(w4_smem_addr(&sT(r, lchunk * 8, stage)),
-                p.a + src_row * p.lda + kt * kBK + lchunk * 8);
+        cp_async16(shared_addr(&sT(r, lchunk * 8, stage)),
+                   p.a + src_row * p.lda + kt * kBK + lchunk * 8);
       }
-      w4_cp16(w4_smem_addr(&s.codes[stage][tid >> 1][(tid & 1) * 16]), bc + kt * (kBK / 2));
-      if (tid < kBW) w4_cp4(w4_smem_addr(&s.scales[stage][tid][0]), bs + kt * (kBK / 16));
+      cp_async16(shared_addr(&s.codes[stage][tid >> 1][(tid & 1) * 16]), bc + kt * (kBK / 2));
+      if (tid < kBW) cp_async4(shared_addr(&s.scales[stage][tid][0]), bs + kt * (kBK / 16));
     };
     // One commit group per k16 step, at most kInFlight of them pending: when step j is issued,
     // step j - kInFlight (same registers, previous k-tile) is complete, so step j + 1's registers
@@ -220,18 +191,18 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p
     // next copies overwrite (read by k-tile kt - 1, whose steps are complete).
     constexpr int kSteps = kBK / 16, kInFlight = kSteps - 1;
     auto enter_ktile = [&](int kt) {
-      w4_wait<T::kAhead - 1>();  // this thread's copies of k-tile kt have landed
-      w4_fence_async_shared();
+      cp_async_wait<T::kAhead - 1>();  // this thread's copies of k-tile kt have landed
+      fence_proxy_async_shared();
       __syncthreads();
       if (kt + T::kAhead < kt_count) load(kt + T::kAhead, (kt + T::kAhead) % kStages);
-      w4_commit();
+      cp_async_commit();
       w4_convert_step(s, kt % kStages, wrow, 0, sel, fA);
     };
 
 #pragma unroll
     for (int i = 0; i < T::kAhead; ++i) {
       if (i < kt_count) load(i, i);
-      w4_commit();
+      cp_async_commit();
     }
     mma.accumulate_ = GMMA::ScaleOut::Zero;  // the first k16 step writes, the others add
     warpgroup_fence_operand(acc);
@@ -254,14 +225,14 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
-    w4_wait<0>();
+    cp_async_wait<0>();
     __syncthreads();  // every WGMMA and copy of the tile is done: the ring becomes the output
 
     w4_store_tile(p, tile, s, acc, tCc);
     __syncthreads();  // the staged tile is read before the next tile's loads overwrite it
   }
 
-  w4_zero_rows_past_groups(p, s.ends[p.groups - 1]);
+  zero_rows_past_groups(p.d, p.ld_d * 2, p.n * 2, s.ends[p.groups - 1], p.m);
 }
 
 }  // namespace f46::cuda::gemm_detail

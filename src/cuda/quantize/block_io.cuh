@@ -1,11 +1,12 @@
 // Pieces shared by the quantization kernels (quantize_rows_kernel.cuh, quantize_tile_kernel.cuh,
 // dequantize_kernels.cuh): block cursors, the global amax of a row (dequantize), the per-CTA
-// scale table (rows kernel), block stores and cp.async helpers.
+// scale table (rows kernel), block stores (cp.async: cuda/common/cp_async.cuh).
 #pragma once
 
 #include <cstdint>
 
 #include "common/numerics.h"
+#include "cuda/common/cp_async.cuh"
 #include "cuda/common/group_offsets.cuh"
 #include "cuda/quantize/quantize_block.cuh"
 #include "cuda/quantize/quantize_params.h"
@@ -56,23 +57,9 @@ __device__ __forceinline__ void store_block(uint8_t* codes, uint8_t* scale, cons
   *scale = b.scale;
 }
 
-// cp.async of 16 bytes global -> shared (L2 only), and its group commit / wait.
-__device__ __forceinline__ void cp_async16(uint32_t smem, const void* gmem) {  // shared address
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  cp_async16(static_cast<uint32_t>(__cvta_generic_to_shared(smem)), gmem);
-}
 // 16 zero bytes to shared memory (a row that the copies leave out, e.g. virtual padding).
 __device__ __forceinline__ void st_shared_zero16(uint32_t smem) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(smem), "r"(0u) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 }  // namespace f46::cuda

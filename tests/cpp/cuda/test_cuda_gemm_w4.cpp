@@ -15,12 +15,8 @@
 namespace f46::test {
 namespace {
 
-struct W4Case {
-  int64_t m, n, k;
-  std::vector<int32_t> sizes;  // rows per group; empty: the dense GEMM
-  AmaxScope a_scope, b_scope;
-  int scale_lo, scale_hi;  // E4M3 scale bytes drawn from [lo, hi] (0: subnormals occur)
-};
+// The cases (test_cuda_gemm_plan.h), operand seeds from 500.
+using W4Case = PlanProblemSpec;
 
 std::string w4_name(const testing::TestParamInfo<W4Case>& info) {
   const W4Case& c = info.param;
@@ -35,9 +31,7 @@ class CudaGemmW4 : public testing::TestWithParam<W4Case> {
  protected:
   void SetUp() override {
     SKIP_WITHOUT_CUDA();
-    const W4Case& c = GetParam();
-    prob = std::make_unique<PlanProblem>(
-        PlanProblemSpec{c.m, c.n, c.k, c.sizes, c.a_scope, c.b_scope, c.scale_lo, c.scale_hi, 500});
+    prob = std::make_unique<PlanProblem>(GetParam());
     const uint64_t before = cuda::gemm_detail::w4_launches();
     out_c = prob->run(GemmPlan::kWeight4, DType::kBFloat16);
     launches = cuda::gemm_detail::w4_launches() - before;
@@ -70,21 +64,21 @@ TEST_P(CudaGemmW4, EachGroupEqualsDenseBitwise) {
 constexpr AmaxScope kT = AmaxScope::kTensor, kG = AmaxScope::kGroup;
 const W4Case kW4Cases[] = {
     // one tile, one k-tile (fewer k-tiles than copies in flight)
-    {256, 128, 64, {}, kT, kT, 0x30, 0x58},
+    {256, 128, 64, {}, kT, kT, 0x30, 0x58, 500},
     // partial tiles in tokens and weight rows; 2, 3, 5 k-tiles; subnormal and largest scales
-    {300, 264, 192, {}, kT, kT, 0x00, 0x58},
-    {37, 24, 128, {}, kT, kT, 0x30, 0x58},
-    {513, 392, 320, {}, kT, kT, 0x68, 0x7E},
+    {300, 264, 192, {}, kT, kT, 0x00, 0x58, 500},
+    {37, 24, 128, {}, kT, kT, 0x30, 0x58, 500},
+    {513, 392, 320, {}, kT, kT, 0x68, 0x7E, 500},
     // uneven, empty and single-row groups; offs[-1] < M
-    {330, 272, 256, {150, 1, 0, 109, 0}, kG, kT, 0x30, 0x58},
-    {330, 272, 256, {150, 1, 0, 109, 0}, kT, kG, 0x00, 0x58},
-    {40, 64, 64, {1, 1, 0, 1, 30}, kG, kG, 0x30, 0x58},
-    {600, 256, 1024, {200, 197, 3, 200}, kG, kG, 0x30, 0x58},
+    {330, 272, 256, {150, 1, 0, 109, 0}, kG, kT, 0x30, 0x58, 500},
+    {330, 272, 256, {150, 1, 0, 109, 0}, kT, kG, 0x00, 0x58, 500},
+    {40, 64, 64, {1, 1, 0, 1, 30}, kG, kG, 0x30, 0x58, 500},
+    {600, 256, 1024, {200, 197, 3, 200}, kG, kG, 0x30, 0x58, 500},
     // every group empty: all rows zero
-    {16, 32, 64, {0, 0}, kG, kG, 0x30, 0x58},
+    {16, 32, 64, {0, 0}, kG, kG, 0x30, 0x58, 500},
     // several persistent waves (> 132 tiles), eight uneven groups
-    {8192, 1024, 128, {2000, 0, 2, 1022, 2400, 768, 1400, 600}, kG, kG, 0x30, 0x58},
-    {4096, 1280, 192, {1000, 0, 1, 511, 1200, 384, 700, 300}, kT, kG, 0x00, 0x58},
+    {8192, 1024, 128, {2000, 0, 2, 1022, 2400, 768, 1400, 600}, kG, kG, 0x30, 0x58, 500},
+    {4096, 1280, 192, {1000, 0, 1, 511, 1200, 384, 700, 300}, kT, kG, 0x00, 0x58, 500},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaGemmW4, testing::ValuesIn(kW4Cases), w4_name);
 
