@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "cuda/common/group_offsets.cuh"
+
 namespace f46::cuda::gemm_detail {
 
 // Exclusive scan over the kThreads threads of the block (op: max or plus, identity id); buf
@@ -70,8 +72,8 @@ __device__ int group_tile_schedule(const int32_t* offs, int groups, int m, int n
   return tile_ends[groups - 1];
 }
 
-// Tile t of the persistent walk: its group (the first g with tile_ends[g] > t), its rows
-// [row0, row0 + rows) inside the group and its first column; n-tiles run fastest.
+// Tile t (< the tile count) of the persistent walk: its group (the first g with tile_ends[g] >
+// t), its rows [row0, row0 + rows) inside the group and its first column; n-tiles run fastest.
 struct GroupTile {
   int g, row0, rows, col0;
 };
@@ -79,15 +81,7 @@ struct GroupTile {
 template <int kRowTile, int kColTile>
 __device__ __forceinline__ GroupTile group_tile_at(const int32_t* ends, const int32_t* tile_ends,
                                                    int groups, int n_tiles, int t) {
-  int lo = 0, hi = groups - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (tile_ends[mid] > t)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  const int g = lo;
+  const int g = group_of_row(tile_ends, groups, t);  // < groups: t < tile_ends[groups - 1]
   const int g_start = g == 0 ? 0 : ends[g - 1];
   const int tl = t - (g == 0 ? 0 : tile_ends[g - 1]);
   const int mt = tl / n_tiles, nt = tl - mt * n_tiles;
