@@ -51,26 +51,16 @@ uint64_t fused_fp4_launches() { return g_launches.load(); }
 
 void run_fused_fp4_gemm(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
                         int groups, TensorView& out, cudaStream_t stream) {
-  const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
-
+  const int64_t m = a.codes.size(0), n = b.codes.size(-2);
   FusedArgs p;
   p.a_codes = a.codes.ptr<const uint8_t>();
   p.a_scales = a.scales.ptr<const uint8_t>();
   p.a_code_ld = a.codes.strides[0];
   p.a_scale_ld = a.scales.strides[0];
-  set_b_operand(p, b);
-  p.offs = offs;
-  p.groups = groups;
-  p.m = static_cast<int>(m);
-  p.n = static_cast<int>(n);
-  p.k = static_cast<int>(k);
+  set_fused_problem(p, a, b, offs, groups, out);
   p.d = out.data;
   p.d_bf16 = out.dtype == DType::kBFloat16;
-  p.ld_d = out.strides[0];
-  p.alpha = group_alpha(a, b);
-  // Tiles: at most ceil(M / BM) + (groups - 1) m-tiles (one partial tile per group boundary).
-  const int64_t n_tiles = (n + FusedTraits::kBN - 1) / FusedTraits::kBN;
-  const int64_t max_tiles = ((m + FusedTraits::kBM - 1) / FusedTraits::kBM + groups) * n_tiles;
+  const int64_t max_tiles = max_group_tiles<FusedTraits::kBM, FusedTraits::kBN>(m, n, groups);
   launch(p, static_cast<int>(std::min<int64_t>(max_tiles, INT32_MAX)), stream);
 }
 

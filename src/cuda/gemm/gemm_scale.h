@@ -34,10 +34,20 @@ inline GroupAlpha group_alpha(const QuantizedOperand& a, const QuantizedOperand&
   return al;
 }
 
-// The 4-bit B operand of the fused kernels' arguments (plans (b), (c): fields b_codes, b_scales,
-// b_code_ld, b_scale_ld, b_code_gs, b_scale_gs; byte strides) from (N, K) or (E, N, K) codes.
+// The fields the fused kernels' arguments share (plans (b), (c)): the 4-bit B operand (b_codes,
+// b_scales, b_code_ld, b_scale_ld, b_code_gs, b_scale_gs; byte strides; (N, K) or (E, N, K)
+// codes), the groups, the problem (m, n, k), the output row stride ld_d and alpha[g]'s inputs.
+// A and the output pointer are each kernel's own.
 template <class Args>
-void set_b_operand(Args& p, const QuantizedOperand& b) {
+void set_fused_problem(Args& p, const QuantizedOperand& a, const QuantizedOperand& b,
+                       const int32_t* offs, int groups, const TensorView& out) {
+  p.offs = offs;
+  p.groups = groups;
+  p.m = static_cast<int>(a.codes.size(0));
+  p.n = static_cast<int>(b.codes.size(-2));
+  p.k = static_cast<int>(a.codes.size(1) * 2);
+  p.ld_d = out.strides[0];
+  p.alpha = group_alpha(a, b);
   const int nb = b.codes.ndim;
   p.b_codes = b.codes.ptr<const uint8_t>();
   p.b_scales = b.scales.ptr<const uint8_t>();

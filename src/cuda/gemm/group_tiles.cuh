@@ -72,6 +72,13 @@ __device__ int group_tile_schedule(const int32_t* offs, int groups, int m, int n
   return tile_ends[groups - 1];
 }
 
+// Host: an upper bound of the tile count, ceil(M / kRowTile) + groups row tiles (at most one
+// partial tile per group boundary) times the column tiles; the persistent grid's size.
+template <int kRowTile, int kColTile>
+inline int64_t max_group_tiles(int64_t m, int64_t n, int groups) {
+  return ((m + kRowTile - 1) / kRowTile + groups) * ((n + kColTile - 1) / kColTile);
+}
+
 // Tile t (< the tile count) of the persistent walk: its group (the first g with tile_ends[g] >
 // t), its rows [row0, row0 + rows) inside the group and its first column; n-tiles run fastest.
 struct GroupTile {

@@ -55,18 +55,9 @@ void run_w4_gemm(const QuantizedOperand& a, const __nv_bfloat16* a_bf16, const Q
   W4Args p;
   p.a = reinterpret_cast<const cutlass::bfloat16_t*>(a_bf16);
   p.lda = k;
-  set_b_operand(p, b);
-  p.offs = offs;
-  p.groups = groups;
-  p.m = static_cast<int>(m);
-  p.n = static_cast<int>(n);
-  p.k = static_cast<int>(k);
+  set_fused_problem(p, a, b, offs, groups, out);
   p.d = static_cast<__nv_bfloat16*>(out.data);
-  p.ld_d = out.strides[0];
-  p.alpha = group_alpha(a, b);
-  // Tiles: at most ceil(M / BT) + groups token tiles (one partial tile per group boundary).
-  const int64_t n_tiles = (n + W4Traits::kBW - 1) / W4Traits::kBW;
-  const int64_t max_tiles = ((m + W4Traits::kBT - 1) / W4Traits::kBT + groups) * n_tiles;
+  const int64_t max_tiles = max_group_tiles<W4Traits::kBT, W4Traits::kBW>(m, n, groups);
   launch(p, static_cast<int>(std::min<int64_t>(max_tiles, INT32_MAX)), stream);
 }
 
