@@ -41,12 +41,14 @@ if has diag; then  # host toolchain facts behind host-side (CPU-form) test diffe
   cat "$OUT/diag.txt"
 fi
 if has test; then
-  timeout 240 stdbuf -oL "$B/f46_tests" --gtest_brief=1 --gtest_filter="${F46_GTEST_FILTER:-*}" > "$OUT/ctest.log" 2>&1
-  note "f46_tests rc=$? $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/ctest.log" | tr '\n' ' ')"
+  timeout ${F46_TEST_TIMEOUT:-240} stdbuf -oL "$B/f46_tests" --gtest_brief=1 --gtest_filter="${F46_GTEST_FILTER:-*}" > "$OUT/ctest.log" 2>&1
+  rc=$?; note "f46_tests rc=$rc $(grep -E '^\[  PASSED  \]|^\[  FAILED  \]|^\[  SKIPPED \]' "$OUT/ctest.log" | tr '\n' ' ')"
+  # a hang (timeout) stops the run: the steps after it would hang too and spend the device time
+  ((rc == 124)) && { note "f46_tests timed out; stopping"; exit 1; }
   grep -m10 -A6 "Failure" "$OUT/ctest.log" | head -60
 fi
 if has sanitize && [[ -n "${F46_SANITIZE_ONLY:-}" ]]; then  # a short budget: only these filters
-  timeout 200 compute-sanitizer --tool memcheck --error-exitcode 9 "$B/f46_tests" \
+  timeout ${F46_SANITIZE_TIMEOUT:-200} compute-sanitizer --tool memcheck --error-exitcode 9 "$B/f46_tests" \
     --gtest_filter="$F46_SANITIZE_ONLY" --gtest_brief=1 > "$OUT/memcheck.log" 2>&1
   note "memcheck ($F46_SANITIZE_ONLY) rc=$? $(grep -E 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)"
   timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 "$B/f46_tests" \
@@ -86,9 +88,15 @@ fi
 if [[ " $STEPS " == *" ncu "* ]]; then  # Nsight Compute of the first launch of F46_NCU_KERNEL
   # in F46_NCU_CMD (default: bench/ncu_w4.py, one dense 8192^3 plan (c) GEMM)
   K=${F46_NCU_KERNEL:-w4_gemm_kernel}
-  timeout ${F46_NCU_TIMEOUT:-200} ncu -k "regex:$K" --launch-count 1 --set full \
-    ${F46_NCU_CMD:-python3 bench/ncu_w4.py} > "$OUT/ncu_$K.txt" 2>&1
+  R=${TMPDIR:-/tmp}/ncu_$K  # the report stays here; its stall table and per-SASS samples come back
+  timeout ${F46_NCU_TIMEOUT:-200} ncu -k "regex:$K" --launch-count 1 --set full --import-source yes \
+    -f -o "$R" ${F46_NCU_CMD:-python3 bench/ncu_w4.py} > "$OUT/ncu_$K.log" 2>&1
   note "ncu $K rc=$?"
+  ncu -i "$R.ncu-rep" > "$OUT/ncu_$K.txt" 2>&1
+  ncu -i "$R.ncu-rep" --page raw 2>/dev/null | grep -E "issue_stalled|warps_issue_stalled" \
+    | sort -k3 -g -r > "$OUT/ncu_${K}_stalls.txt"
+  ncu -i "$R.ncu-rep" --page source --csv --print-source sass > "$OUT/ncu_${K}_sass.csv" 2>&1
+  head -25 "$OUT/ncu_${K}_stalls.txt"
   grep -E "Duration|Throughput|Issue Slots Busy|Registers Per|Achieved Occupancy|Stall|stall" \
     "$OUT/ncu_$K.txt" | head -30
 fi

@@ -1,5 +1,7 @@
 // Host side of plan (c): its operand requirements and the launch of w4_gemm_kernel (the choice
 // of plan: gemm_choice.cpp).
+#include <cudaTypedefs.h>
+
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -15,6 +17,37 @@ namespace f46::cuda::gemm_detail {
 namespace {
 
 std::atomic<uint64_t> g_launches{0};
+
+// cuTensorMapEncodeTiled from the driver through the runtime (the library links no libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    F46_CHECK_CUDA(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000,
+                                                    cudaEnableDefault, &q));
+    F46_CHECK(q == cudaDriverEntryPointSuccess && f != nullptr,
+              "plan (c): the driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// The TMA map of A's BF16 copy (M, K) with row stride lda: boxes of kBT rows x kBK columns
+// (128 bytes, swizzled as GMMA's K-major 128-byte layout); rows past M read as zeros.
+CUtensorMap token_map(const __nv_bfloat16* a, int64_t m, int64_t k, int64_t lda) {
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(k), static_cast<cuuint64_t>(m)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(lda) * 2};
+  const cuuint32_t box[2] = {W4Traits::kBK, W4Traits::kBT};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = tensor_map_encoder()(
+      &map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(a), dims, strides, box,
+      elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  F46_CHECK(r == CUDA_SUCCESS, "plan (c): cuTensorMapEncodeTiled failed with ", int(r), " for A (",
+            m, ", ", k, ")");
+  return map;
+}
 
 }  // namespace
 
@@ -52,9 +85,9 @@ void run_w4_gemm(const QuantizedOperand& a, const __nv_bfloat16* a_bf16, const Q
                  const int32_t* offs, int groups, TensorView& out, cudaStream_t stream) {
   const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
   F46_CHECK(aligned_to(a_bf16, 16), "plan (c): the BF16 copy of A must be 16-byte aligned");
+  if (m == 0) return;  // no rows: nothing to compute or zero
   W4Args p;
-  p.a = reinterpret_cast<const cutlass::bfloat16_t*>(a_bf16);
-  p.lda = k;
+  p.tokens = token_map(a_bf16, m, k, k);
   set_fused_problem(p, a, b, offs, groups, out);
   p.d = static_cast<__nv_bfloat16*>(out.data);
   const int64_t max_tiles = max_group_tiles<W4Traits::kBT, W4Traits::kBW>(m, n, groups);

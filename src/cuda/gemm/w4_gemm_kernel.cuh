@@ -1,18 +1,23 @@
 // The plan (c) kernel: the M-grouped GEMM with the weight read as 4-bit codes. Computed swapped,
 // D^T = B A^T per tile: the weight (B) is WGMMA's register-sourced operand and the tokens (A, the
 // exact BF16 copy plan (a) makes of them) its shared-memory operand. Persistent CTAs walk
-// (group, token tile, weight tile) tiles of 256 tokens x 128 weight rows, K in steps of 64; the
-// 256 threads are two consumer warpgroups (64 weight rows each) that also issue the cp.async
-// loads of a five-stage ring (tokens 128-byte swizzled as WGMMA reads them, the weight's codes
-// and E4M3 scales raw). Each k-tile, a thread converts its fragment of the weight (2 rows x 4
-// k16 steps x 4 codes) from the codes in shared memory to BF16 registers, code * scale * 2^-7
-// exactly, while the previous k-tile's WGMMAs run; the epilogue multiplies by 2^7 (exact) and
-// alpha[g], stages the transposed tile in shared memory and stores whole 16-byte rows.
+// (group, token tile, weight tile) tiles of 256 tokens x 128 weight rows, K in steps of 64.
+// Warp-specialised: one producer warp (of a third warpgroup) fills a four-stage ring (the tokens by
+// TMA, 128-byte swizzled as WGMMA reads them; the weight's codes and E4M3 scales by cp.async)
+// guarded by full and empty mbarriers; two consumer warpgroups (64 weight rows each) only convert
+// their fragment of the weight from the codes in shared memory to BF16 registers, code * scale *
+// 2^-7 exactly, and issue the WGMMAs. The epilogue multiplies by 2^7 (exact) and alpha[g], stages
+// the transposed tile in shared memory (128 tokens at a time) and stores whole 16-byte rows while
+// the producer already loads the next tile.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_bf16.h>
+#include <cutlass/arch/barrier.h>
+#include <cutlass/arch/reg_reconfig.h>
 
 #include <cstdint>
+#include <cute/arch/copy_sm90_tma.hpp>
 #include <cute/tensor.hpp>
 
 #include "common/numerics.h"
@@ -27,8 +32,7 @@ namespace f46::cuda::gemm_detail {
 
 // Kernel arguments (element or byte strides as named; validated by w4_supported).
 struct W4Args {
-  const cutlass::bfloat16_t* a = nullptr;  // (M, K) exact BF16 values of A, row stride lda
-  int64_t lda = 0;
+  CUtensorMap tokens;  // TMA map of A's BF16 copy: (M, K), boxes of 256 rows x 64, 128B swizzle
   const uint8_t* b_codes = nullptr;   // (E, N, K/2): two E2M1 codes per byte
   const uint8_t* b_scales = nullptr;  // (E, N, K/16) E4M3
   int64_t b_code_ld = 0, b_scale_ld = 0, b_code_gs = 0, b_scale_gs = 0;  // bytes
@@ -43,10 +47,23 @@ struct W4Args {
 struct W4Traits {
   static constexpr int kBW = 128;  // weight rows per tile (WGMMA M: 64 per warpgroup)
   static constexpr int kBT = 256;  // tokens per tile (WGMMA N)
-  static constexpr int kBK = 64, kStages = 5, kThreads = 256;
-  static constexpr int kAhead = kStages - 2;  // k-tiles in flight ahead of the one consumed
+  static constexpr int kBK = 64, kStages = 4;
+  // Two consumer warpgroups and a producer warpgroup, of which one warp loads. The launch gives
+  // every thread 168 registers (65536 / 384, rounded down to 8); setmaxnreg then moves them
+  // from the producers to the consumers: 128 x (168 - 40) = 256 x (232 - 168), so the
+  // consumers' allocation can always be granted.
+  static constexpr int kConsumers = 256, kThreads = kConsumers + 128;
+  static constexpr int kLaunchRegs = 168, kConsumerRegs = 232, kProducerRegs = 40;
+  static_assert((kThreads - kConsumers) * (kLaunchRegs - kProducerRegs) ==
+                    kConsumers * (kConsumerRegs - kLaunchRegs),
+                "the registers the producers free are the ones the consumers take");
   static constexpr int kMaxGroups = 1024;     // group ends and tile prefix live in shared memory
+  static constexpr int kCodePitch = 48;       // bytes per staged code row: conflict-free LDS.64
+  static constexpr int kOutTokens = kBT / 2;  // tokens staged per epilogue half
   static constexpr int kOutPitch = kBW + 8;   // staged output row: 128 bf16 + 16 bytes
+  static constexpr uint32_t kTokenBytes = kBT * kBK * 2;  // one TMA box
+  static constexpr int kFullArrivals = 1 + 32;       // the TMA's expect_tx + one cp.async per lane
+  static constexpr int kEmptyArrivals = kConsumers;  // every consumer thread
   using Bf16 = cutlass::bfloat16_t;
   using Mma = decltype(cute::make_tiled_mma(
       cute::SM90_64x256x16_F32BF16BF16_RS<cute::GMMA::Major::K, cute::GMMA::Major::K>{},
@@ -54,21 +71,19 @@ struct W4Traits {
   using LayoutT = decltype(cute::tile_to_shape(
       cute::GMMA::Layout_K_SW128_Atom<Bf16>{},
       cute::Shape<cute::Int<kBT>, cute::Int<kBK>, cute::Int<kStages>>{}));
-  static_assert(kThreads == 2 * kBW, "one code load (16 bytes) per thread and k-tile");
-  static_assert(kBK == 64, "one token row of a k-tile is one 128-byte swizzle row");
+  static_assert(kBK == 64, "one token row of a k-tile is one 128-byte swizzle row (TMA box)");
 };
 
 struct alignas(1024) W4Smem {
-  // Token tiles of the ring; after a tile's k loop, its staged output (kBT x kOutPitch bf16).
-  cute::array_aligned<W4Traits::Bf16, cute::cosize_v<W4Traits::LayoutT>, 1024> t;
-  alignas(16) uint8_t codes[W4Traits::kStages][W4Traits::kBW][W4Traits::kBK / 2];
-  alignas(16) uint8_t scales[W4Traits::kStages][W4Traits::kBW][W4Traits::kBK / 16];
+  cute::array_aligned<W4Traits::Bf16, cute::cosize_v<W4Traits::LayoutT>, 1024> t;  // token ring
+  alignas(16) uint8_t codes[W4Traits::kStages][W4Traits::kBW][W4Traits::kCodePitch];
+  alignas(16) uint32_t scales[W4Traits::kStages][W4Traits::kBW];  // the k-tile's 4 scale bytes
+  alignas(16) __nv_bfloat16 out[W4Traits::kOutTokens * W4Traits::kOutPitch];
+  uint64_t full[W4Traits::kStages], empty[W4Traits::kStages];
   int32_t ends[W4Traits::kMaxGroups];       // clamped group ends
   int32_t tile_ends[W4Traits::kMaxGroups];  // cumulative tile counts
   int32_t scan[W4Traits::kThreads / 32];
 };
-static_assert(W4Traits::kBT * W4Traits::kOutPitch <= cute::cosize_v<W4Traits::LayoutT>,
-              "the output tile is staged in the token ring");
 
 // One k16 step of a weight row for this thread (w4_convert.h): the WGMMA A registers lo (k = 2t,
 // 2t + 1) and hi (k = 8 + 2t, 9 + 2t), each value code * scale * 2^-7; s2 = (S, S) with S =
@@ -82,63 +97,110 @@ __device__ __forceinline__ void w4_step_pairs(uint32_t w0, uint32_t w1, uint32_t
 }
 
 // The A registers of k16 step `st` for rows r (f(4 st), f(4 st + 2)) and r + 8 (f(4 st + 1),
-// f(4 st + 3)) from the k-tile's codes and scales in shared memory.
+// f(4 st + 3)) from the k-tile's codes in shared memory and the two rows' scale words sw
+// (byte st: step st's scale). One conversion gives both rows' scales.
 template <class Frag>
 __device__ __forceinline__ void w4_convert_step(const W4Smem& s, int stage, int r, int st,
-                                                uint32_t sel, Frag& f) {
+                                                uint32_t sel, uint2 sw, Frag& f) {
+  const uint32_t s12 = fp4::e4m3x2_to_bf16x2_scaled(__byte_perm(sw.x, sw.y, st | (st + 4) << 4));
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int row = r + 8 * h;
-    const uint2 c = *reinterpret_cast<const uint2*>(&s.codes[stage][row][8 * st]);
-    const uint32_t sc = s.scales[stage][row][st];
-    const uint32_t s1 = fp4::e4m3x2_to_bf16x2_scaled(sc);  // (S, 0): S in the low half
+    const uint2 c = *reinterpret_cast<const uint2*>(&s.codes[stage][r + 8 * h][8 * st]);
     uint32_t lo, hi;
-    w4_step_pairs(c.x, c.y, sel, __byte_perm(s1, 0, 0x1010), lo, hi);
+    w4_step_pairs(c.x, c.y, sel, __byte_perm(s12, 0, h ? 0x3232 : 0x1010), lo, hi);
     f(4 * st + h) = lo;
     f(4 * st + 2 + h) = hi;
   }
 }
 
+__device__ __forceinline__ void w4_consumers_sync() {  // named barrier 1: the 256 consumers
+  asm volatile("bar.sync 1, %0;\n" ::"n"(W4Traits::kConsumers) : "memory");
+}
+
 // Epilogue (N10, tensor/group scope): y = (acc * 2^7) * alpha[g], one RNE cast (the products
-// carried 2^-7), staged transposed as out[token][weight row] in the ring, then stored as 16-byte
-// row pieces; tokens past the group end and weight rows past N are not stored. The caller
-// synchronises before and after.
+// carried 2^-7), staged transposed as out[token][weight row] 128 tokens at a time, then stored as
+// 16-byte row pieces; tokens past the group end and weight rows past N are not stored.
 template <class Acc, class Coord>
 __device__ __forceinline__ void w4_store_tile(const W4Args& p, const GroupTile& tile, W4Smem& s,
                                               const Acc& acc, const Coord& tCc) {
   using namespace cute;
   using T = W4Traits;
   const float alpha = group_alpha_of(p.alpha, tile.g);
-  __nv_bfloat16* so = reinterpret_cast<__nv_bfloat16*>(s.t.data());
-#pragma unroll
-  for (int i = 0; i < size(acc); ++i) {
-    const int wr = get<0>(tCc(i)), tk = get<1>(tCc(i));
-    so[tk * T::kOutPitch + wr] = __float2bfloat16_rn(num::mul(num::mul(acc(i), 128.0f), alpha));
-  }
-  __syncthreads();
   constexpr int kPieces = T::kBW / 8;  // 16-byte pieces per staged row
-  for (int idx = threadIdx.x; idx < T::kBT * kPieces; idx += T::kThreads) {
-    const int tk = idx / kPieces, pc = idx - tk * kPieces;
-    const int col = tile.col0 + pc * 8;
-    if (tk >= tile.rows || col >= p.n) continue;  // n % 8 == 0: a piece is all in or all out
-    *reinterpret_cast<uint4*>(p.d + int64_t(tile.row0 + tk) * p.ld_d + col) =
-        *reinterpret_cast<const uint4*>(so + tk * T::kOutPitch + pc * 8);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    w4_consumers_sync();  // the previous half's (or tile's) staged rows are stored
+#pragma unroll
+    for (int i = 0; i < size(acc); ++i) {
+      const int wr = get<0>(tCc(i)), tk = get<1>(tCc(i)) - half * T::kOutTokens;
+      if (tk >= 0 && tk < T::kOutTokens)
+        s.out[tk * T::kOutPitch + wr] =
+            __float2bfloat16_rn(num::mul(num::mul(acc(i), 128.0f), alpha));
+    }
+    w4_consumers_sync();
+    for (int idx = threadIdx.x; idx < T::kOutTokens * kPieces; idx += T::kConsumers) {
+      const int tk = idx / kPieces, pc = idx - tk * kPieces;
+      const int row = tk + half * T::kOutTokens, col = tile.col0 + pc * 8;
+      if (row >= tile.rows || col >= p.n) continue;  // n % 8 == 0: a piece is all in or all out
+      *reinterpret_cast<uint4*>(p.d + int64_t(tile.row0 + row) * p.ld_d + col) =
+          *reinterpret_cast<const uint4*>(&s.out[tk * T::kOutPitch + pc * 8]);
+    }
   }
 }
 
-__global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p) {
+// The producer warp: for every k-tile of every tile of this CTA, wait until the stage is free,
+// then one TMA box of tokens (lane 0) and the 128 weight rows' codes (two 16-byte pieces per
+// row) and scale words by cp.async, each lane's copies arriving on the stage's full barrier.
+// Token rows past the group end come from the next group or are TMA's zeros past M, and weight
+// rows past N repeat row N - 1: they only meet outputs that are not stored.
+__device__ __forceinline__ void w4_produce(const W4Args& p, W4Smem& s, int total, int n_tiles) {
+  using T = W4Traits;
+  using cutlass::arch::ClusterBarrier;
+  using cutlass::arch::ClusterTransactionBarrier;
+  const int lane = threadIdx.x & 31, kt_count = p.k / T::kBK;
+  const uint64_t hint = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
+  uint32_t it = 0;  // k-tiles loaded so far: stage it % kStages, use it / kStages
+  for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    const GroupTile tile = group_tile_at<T::kBT, T::kBW>(s.ends, s.tile_ends, p.groups, n_tiles, t);
+    const uint8_t* codes = p.b_codes + tile.g * p.b_code_gs + (lane & 1) * 16;
+    const uint8_t* scales = p.b_scales + tile.g * p.b_scale_gs;
+    const int last = p.n - 1 - tile.col0;  // the last weight row of the tile inside N
+    for (int kt = 0; kt < kt_count; ++kt, ++it) {
+      const int stage = static_cast<int>(it % T::kStages);
+      ClusterBarrier::wait(&s.empty[stage], ((it / T::kStages) & 1) ^ 1);
+      if (lane == 0) {
+        ClusterTransactionBarrier::arrive_and_expect_tx(&s.full[stage], T::kTokenBytes);
+        cute::SM90_TMA_LOAD_2D::copy(&p.tokens, &s.full[stage], hint,
+                                     s.t.data() + stage * T::kBT * T::kBK, kt * T::kBK, tile.row0);
+      }
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const int row = (lane >> 1) + 16 * j;
+        cp_async16(&s.codes[stage][row][(lane & 1) * 16],
+                   codes + int64_t(tile.col0 + min(row, last)) * p.b_code_ld + kt * (T::kBK / 2));
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int row = lane + 32 * j;
+        cp_async4(shared_addr(&s.scales[stage][row]),
+                  scales + int64_t(tile.col0 + min(row, last)) * p.b_scale_ld + kt * (T::kBK / 16));
+      }
+      cutlass::arch::cpasync_barrier_arrive_noinc(&s.full[stage]);
+    }
+  }
+}
+
+// The consumer warpgroups: per tile, the k loop over the ring with one commit group per k16
+// step and at most kInFlight of them pending: when step j is issued, step j - kInFlight (same
+// registers, previous k-tile) is complete, so step j + 1's registers can be written while three
+// steps run (CUTLASS's RS mainloop schedule). Step 2 of k-tile kt completes k-tile kt - 1, whose
+// stage is then released to the producer.
+__device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total, int n_tiles) {
   using namespace cute;
   using T = W4Traits;
-  constexpr int kBW = T::kBW, kBT = T::kBT, kBK = T::kBK, kStages = T::kStages;
-  extern __shared__ char smem_raw[];
-  const uint32_t pad =
-      (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
-  W4Smem& s = *reinterpret_cast<W4Smem*>(smem_raw + pad);
-  const int tid = threadIdx.x;
-  const int n_tiles = (p.n + kBW - 1) / kBW;
-  const int total = group_tile_schedule<kBT, T::kThreads>(p.offs, p.groups, p.m, n_tiles, s.ends,
-                                                          s.tile_ends, s.scan);
-
+  using cutlass::arch::ClusterBarrier;
+  constexpr int kSteps = T::kBK / 16, kInFlight = kSteps - 1;
+  const int tid = threadIdx.x, kt_count = p.k / T::kBK;
   Tensor sT = make_tensor(make_smem_ptr(s.t.data()), T::LayoutT{});  // (BT, BK, stage)
   typename T::Mma mma;
   auto thr = mma.get_thread_slice(tid);
@@ -146,69 +208,37 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p
   // The A registers, ((2, 2, 2), 1, k16 steps) bf16 in the atom's value order
   // (ALayout_64x16: k + 1, row + 8, k + 8), compact: register 4 s + j holds values 2j, 2j + 1
   // of step s, as the PTX fragment (a0..a7) wants them.
-  using FragLayout = Layout<Shape<Shape<_2, _2, _2>, _1, Int<kBK / 16>>>;
+  using FragLayout = Layout<Shape<Shape<_2, _2, _2>, _1, Int<kSteps>>>;
   Tensor tCrA = make_tensor<T::Bf16>(FragLayout{});
-  Tensor fA = recast<uint32_t>(tCrA);                                   // 4 registers per k16 step
-  Tensor acc = partition_fragment_C(mma, Shape<Int<kBW>, Int<kBT>>{});  // FP32, (weight, token)
-  Tensor tCc = thr.partition_C(make_identity_tensor(Shape<Int<kBW>, Int<kBT>>{}));
+  Tensor fA = recast<uint32_t>(tCrA);                                         // 4 per k16 step
+  Tensor acc = partition_fragment_C(mma, Shape<Int<T::kBW>, Int<T::kBT>>{});  // FP32
+  Tensor tCc = thr.partition_C(make_identity_tensor(Shape<Int<T::kBW>, Int<T::kBT>>{}));
 
   // This thread's weight rows in the tile (WGMMA A layout: warp w of warpgroup g holds rows
   // 64g + 16w + lane / 4 and + 8, k pairs 2 * (lane % 4) and + 8 of every k16 step).
   const int lane = tid & 31;
   const int wrow = (tid >> 7) * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2);
-  const uint32_t tq = lane & 3;
-  const uint32_t sel = w4::pair_selector(tq);
-  const int kt_count = p.k / kBK;
-  // Loads: tokens tid / 8 + 32 i (i < 8), 16-byte chunk tid % 8; codes of weight row tid / 2,
-  // half tid % 2; scales of weight row tid (tid < kBW).
-  const int lrow = tid >> 3, lchunk = tid & 7;
+  const uint32_t sel = w4::pair_selector(lane & 3);
+  auto release = [&](uint32_t i) {  // this thread is done with k-tile i's stage
+    ClusterBarrier::arrive(&s.empty[i % T::kStages]);
+  };
+  uint2 sw;                       // the current k-tile's scale words of rows wrow and wrow + 8
+  auto enter = [&](uint32_t i) {  // wait for k-tile i's stage, convert its step 0
+    const int stage = static_cast<int>(i % T::kStages);
+    ClusterBarrier::wait(&s.full[stage], (i / T::kStages) & 1);
+    sw = make_uint2(s.scales[stage][wrow], s.scales[stage][wrow + 8]);
+    w4_convert_step(s, stage, wrow, 0, sel, sw, fA);
+  };
 
+  uint32_t it = 0;  // k-tiles consumed so far
   for (int t = blockIdx.x; t < total; t += gridDim.x) {
-    const GroupTile tile = group_tile_at<kBT, kBW>(s.ends, s.tile_ends, p.groups, n_tiles, t);
-    const int g = tile.g, row0 = tile.row0, col0 = tile.col0;
-    // Rows past the group end and weight rows past N read the last valid row instead (in
-    // bounds; they only meet outputs that are not stored).
-    const uint8_t* bc = p.b_codes + g * p.b_code_gs +
-                        int64_t(min(col0 + (tid >> 1), p.n - 1)) * p.b_code_ld + (tid & 1) * 16;
-    const uint8_t* bs = p.b_scales + g * p.b_scale_gs +
-                        int64_t(min(col0 + min(tid, kBW - 1), p.n - 1)) * p.b_scale_ld;
-
-    auto load = [&](int kt, int stage) {
-#pragma unroll
-      for (int i = 0; i < kBT / 32; ++i) {
-        const int r = lrow + 32 * i;
-        const int64_t src_row = row0 + min(r, tile.rows - 1);
-        cp_async16(shared_addr(&sT(r, lchunk * 8, stage)),
-                   p.a + src_row * p.lda + kt * kBK + lchunk * 8);
-      }
-      cp_async16(shared_addr(&s.codes[stage][tid >> 1][(tid & 1) * 16]), bc + kt * (kBK / 2));
-      if (tid < kBW) cp_async4(shared_addr(&s.scales[stage][tid][0]), bs + kt * (kBK / 16));
-    };
-    // One commit group per k16 step, at most kInFlight of them pending: when step j is issued,
-    // step j - kInFlight (same registers, previous k-tile) is complete, so step j + 1's registers
-    // can be written while three steps run (CUTLASS's RS mainloop schedule). At each k-tile
-    // boundary the block barrier publishes the k-tile's copies and frees the stage that the
-    // next copies overwrite (read by k-tile kt - 1, whose steps are complete).
-    constexpr int kSteps = kBK / 16, kInFlight = kSteps - 1;
-    auto enter_ktile = [&](int kt) {
-      cp_async_wait<T::kAhead - 1>();  // this thread's copies of k-tile kt have landed
-      fence_proxy_async_shared();
-      __syncthreads();
-      if (kt + T::kAhead < kt_count) load(kt + T::kAhead, (kt + T::kAhead) % kStages);
-      cp_async_commit();
-      w4_convert_step(s, kt % kStages, wrow, 0, sel, fA);
-    };
-
-#pragma unroll
-    for (int i = 0; i < T::kAhead; ++i) {
-      if (i < kt_count) load(i, i);
-      cp_async_commit();
-    }
+    const GroupTile tile = group_tile_at<T::kBT, T::kBW>(s.ends, s.tile_ends, p.groups, n_tiles, t);
     mma.accumulate_ = GMMA::ScaleOut::Zero;  // the first k16 step writes, the others add
     warpgroup_fence_operand(acc);
-    enter_ktile(0);
+    enter(it);
     for (int kt = 0; kt < kt_count; ++kt) {
-      const int stage = kt % kStages;
+      const uint32_t i = it + kt;
+      const int stage = static_cast<int>(i % T::kStages);
 #pragma unroll
       for (int kb = 0; kb < kSteps; ++kb) {
         warpgroup_arrive();
@@ -216,22 +246,47 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1) w4_gemm_kernel(W4Args p
         mma.accumulate_ = GMMA::ScaleOut::One;
         warpgroup_commit_batch();
         warpgroup_wait<kInFlight>();
+        if (kb == 2 && kt > 0) release(i - 1);
         if (kb + 1 < kSteps) {
-          w4_convert_step(s, stage, wrow, kb + 1, sel, fA);
+          w4_convert_step(s, stage, wrow, kb + 1, sel, sw, fA);
         } else if (kt + 1 < kt_count) {
-          enter_ktile(kt + 1);
+          enter(i + 1);
         }
       }
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
-    cp_async_wait<0>();
-    __syncthreads();  // every WGMMA and copy of the tile is done: the ring becomes the output
-
+    it += kt_count;
+    release(it - 1);
     w4_store_tile(p, tile, s, acc, tCc);
-    __syncthreads();  // the staged tile is read before the next tile's loads overwrite it
   }
+}
 
+__global__ void __launch_bounds__(W4Traits::kThreads, 1)
+    w4_gemm_kernel(const __grid_constant__ W4Args p) {
+  using T = W4Traits;
+  extern __shared__ char smem_raw[];
+  const uint32_t pad =
+      (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
+  W4Smem& s = *reinterpret_cast<W4Smem*>(smem_raw + pad);
+  const int n_tiles = (p.n + T::kBW - 1) / T::kBW;
+  if (threadIdx.x == 0) {
+    cute::prefetch_tma_descriptor(&p.tokens);
+    for (int i = 0; i < T::kStages; ++i) {
+      cutlass::arch::ClusterTransactionBarrier::init(&s.full[i], T::kFullArrivals);
+      cutlass::arch::ClusterBarrier::init(&s.empty[i], T::kEmptyArrivals);
+    }
+  }
+  // (its block barriers also publish the mbarrier initialisation)
+  const int total = group_tile_schedule<T::kBT, T::kThreads>(p.offs, p.groups, p.m, n_tiles, s.ends,
+                                                             s.tile_ends, s.scan);
+  if (threadIdx.x >= T::kConsumers) {
+    cutlass::arch::warpgroup_reg_dealloc<T::kProducerRegs>();
+    if (threadIdx.x < T::kConsumers + 32) w4_produce(p, s, total, n_tiles);
+  } else {
+    cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegs>();
+    w4_consume(p, s, total, n_tiles);
+  }
   zero_rows_past_groups(p.d, p.ld_d * 2, p.n * 2, s.ends[p.groups - 1], p.m);
 }
 
