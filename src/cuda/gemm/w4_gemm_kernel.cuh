@@ -2,7 +2,7 @@
 // D^T = B A^T per tile: the weight (B) is WGMMA's register-sourced operand and the tokens (A, the
 // exact BF16 copy plan (a) makes of them) its shared-memory operand. Persistent CTAs walk
 // (group, token tile, weight tile) tiles of 256 tokens x 128 weight rows, K in steps of 64.
-// Warp-specialised: one producer warp (of a third warpgroup) fills a four-stage ring (the tokens by
+// Warp-specialised: a producer warpgroup fills a four-stage ring (the tokens by
 // TMA, 128-byte swizzled as WGMMA reads them; the weight's codes and E4M3 scales by cp.async)
 // guarded by full and empty mbarriers; two consumer warpgroups (64 weight rows each) only convert
 // their fragment of the weight from the codes in shared memory to BF16 registers, code * scale *
@@ -48,7 +48,7 @@ struct W4Traits {
   static constexpr int kBW = 128;  // weight rows per tile (WGMMA M: 64 per warpgroup)
   static constexpr int kBT = 256;  // tokens per tile (WGMMA N)
   static constexpr int kBK = 64, kStages = 4;
-  // Two consumer warpgroups and a producer warpgroup, of which one warp loads. The launch gives
+  // Two consumer warpgroups and a producer warpgroup. The launch gives
   // every thread 168 registers (65536 / 384, rounded down to 8); setmaxnreg then moves them
   // from the producers to the consumers: 128 x (168 - 40) = 256 x (232 - 168), so the
   // consumers' allocation can always be granted.
@@ -62,8 +62,8 @@ struct W4Traits {
   static constexpr int kOutTokens = kBT / 2;  // tokens staged per epilogue half
   static constexpr int kOutPitch = kBW + 8;   // staged output row: 128 bf16 + 16 bytes
   static constexpr uint32_t kTokenBytes = kBT * kBK * 2;  // one TMA box
-  static constexpr int kFullArrivals = 1 + 32;       // the TMA's expect_tx + one cp.async per lane
-  static constexpr int kEmptyArrivals = kConsumers;  // every consumer thread
+  static constexpr int kFullArrivals = 1 + 3 * 32;        // the TMA's expect_tx + 3 copy warps
+  static constexpr int kEmptyArrivals = kConsumers;       // every consumer thread
   using Bf16 = cutlass::bfloat16_t;
   using Mma = decltype(cute::make_tiled_mma(
       cute::SM90_64x256x16_F32BF16BF16_RS<cute::GMMA::Major::K, cute::GMMA::Major::K>{},
@@ -79,6 +79,7 @@ struct alignas(1024) W4Smem {
   alignas(16) uint8_t codes[W4Traits::kStages][W4Traits::kBW][W4Traits::kCodePitch];
   alignas(16) uint32_t scales[W4Traits::kStages][W4Traits::kBW];  // the k-tile's 4 scale bytes
   alignas(16) __nv_bfloat16 out[W4Traits::kOutTokens * W4Traits::kOutPitch];
+  uint32_t scale2[256];  // E4M3 byte b -> bf16x2 (S, S), S = scale(b) * 2^119
   uint64_t full[W4Traits::kStages], empty[W4Traits::kStages];
   int32_t ends[W4Traits::kMaxGroups];       // clamped group ends
   int32_t tile_ends[W4Traits::kMaxGroups];  // cumulative tile counts
@@ -98,44 +99,79 @@ __device__ __forceinline__ void w4_step_pairs(uint32_t w0, uint32_t w1, uint32_t
 
 // The A registers of k16 step `st` for rows r (f(4 st), f(4 st + 2)) and r + 8 (f(4 st + 1),
 // f(4 st + 3)) from the k-tile's codes in shared memory and the two rows' scale words sw
-// (byte st: step st's scale). One conversion gives both rows' scales.
+// (byte st: step st's scale), each scale looked up as (S, S) in the CTA's table.
 template <class Frag>
 __device__ __forceinline__ void w4_convert_step(const W4Smem& s, int stage, int r, int st,
                                                 uint32_t sel, uint2 sw, Frag& f) {
-  const uint32_t s12 = fp4::e4m3x2_to_bf16x2_scaled(__byte_perm(sw.x, sw.y, st | (st + 4) << 4));
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const uint2 c = *reinterpret_cast<const uint2*>(&s.codes[stage][r + 8 * h][8 * st]);
+    const uint32_t s2 = s.scale2[__byte_perm(h ? sw.y : sw.x, 0, 0x4440 | st)];  // byte st
     uint32_t lo, hi;
-    w4_step_pairs(c.x, c.y, sel, __byte_perm(s12, 0, h ? 0x3232 : 0x1010), lo, hi);
+    w4_step_pairs(c.x, c.y, sel, s2, lo, hi);
     f(4 * st + h) = lo;
     f(4 * st + 2 + h) = hi;
   }
+}
+
+// CUTLASS's mbarrier wait and arrive carry no "memory" clobber: these compiler fences keep the
+// kernel's shared-memory loads and stores on their side of them.
+__device__ __forceinline__ void mbar_wait(const uint64_t* bar, uint32_t parity) {
+  cutlass::arch::ClusterBarrier::wait(bar, parity);
+  asm volatile("" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive(const uint64_t* bar) {
+  asm volatile("" ::: "memory");
+  cutlass::arch::ClusterBarrier::arrive(bar);
 }
 
 __device__ __forceinline__ void w4_consumers_sync() {  // named barrier 1: the 256 consumers
   asm volatile("bar.sync 1, %0;\n" ::"n"(W4Traits::kConsumers) : "memory");
 }
 
+// Four 8x8 bf16 matrices from the MMA fragment layout (register i: row lane / 4, columns
+// 2 (lane % 4) and + 1 of matrix i) stored transposed: lane l gives the shared address of row
+// l % 8 of the transposed matrix l / 8 (16 bytes, 16-byte aligned).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile(
+      "stmatrix.sync.aligned.x4.trans.m8n8.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+      "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+      : "memory");
+}
+
 // Epilogue (N10, tensor/group scope): y = (acc * 2^7) * alpha[g], one RNE cast (the products
 // carried 2^-7), staged transposed as out[token][weight row] 128 tokens at a time, then stored as
-// 16-byte row pieces; tokens past the group end and weight rows past N are not stored.
-template <class Acc, class Coord>
+// 16-byte row pieces; tokens past the group end and weight rows past N are not stored. The
+// accumulator fragment of the 64 x 256 warpgroup tile: acc(4 j + 2 h + c) holds weight row
+// lane / 4 + 8 h of the warp's 16 and token 8 j + 2 (lane % 4) + c; an n8 block j is thus two
+// 8x8 matrices (h = 0, 1) in the fragment layout stmatrix takes, stored transposed: token 8 j + i
+// gets the 8 weight rows of matrix h as one 16-byte row.
+template <class Acc>
 __device__ __forceinline__ void w4_store_tile(const W4Args& p, const GroupTile& tile, W4Smem& s,
-                                              const Acc& acc, const Coord& tCc) {
+                                              const Acc& acc) {
   using namespace cute;
   using T = W4Traits;
+  static_assert(decltype(size(acc))::value == 4 * (T::kBT / 8), "2 x 2 values per n8 block");
   const float alpha = group_alpha_of(p.alpha, tile.g);
+  const int lane = threadIdx.x & 31, mat = lane >> 3;
+  const int wcol = (threadIdx.x >> 7) * 64 + ((threadIdx.x >> 5) & 3) * 16 + (mat & 1) * 8;
+  const uint32_t base = shared_addr(&s.out[((mat >> 1) * 8 + (lane & 7)) * T::kOutPitch + wcol]);
+  auto value = [&](int i) { return num::mul(num::mul(acc(i), 128.0f), alpha); };
   constexpr int kPieces = T::kBW / 8;  // 16-byte pieces per staged row
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     w4_consumers_sync();  // the previous half's (or tile's) staged rows are stored
 #pragma unroll
-    for (int i = 0; i < size(acc); ++i) {
-      const int wr = get<0>(tCc(i)), tk = get<1>(tCc(i)) - half * T::kOutTokens;
-      if (tk >= 0 && tk < T::kOutTokens)
-        s.out[tk * T::kOutPitch + wr] =
-            __float2bfloat16_rn(num::mul(num::mul(acc(i), 128.0f), alpha));
+    for (int jj = 0; jj < T::kOutTokens / 16; ++jj) {  // n8 blocks j, j + 1 of this half
+      const int j = half * (T::kOutTokens / 8) + 2 * jj;
+      uint32_t r[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {  // matrices (j, h = 0), (j, 1), (j + 1, 0), (j + 1, 1)
+        const int i = 4 * (j + (q >> 1)) + 2 * (q & 1);
+        const __nv_bfloat162 v = __floats2bfloat162_rn(value(i), value(i + 1));
+        r[q] = *reinterpret_cast<const uint32_t*>(&v);
+      }
+      stmatrix_x4_trans(base + jj * 16 * T::kOutPitch * 2, r);
     }
     w4_consumers_sync();
     for (int idx = threadIdx.x; idx < T::kOutTokens * kPieces; idx += T::kConsumers) {
@@ -148,45 +184,76 @@ __device__ __forceinline__ void w4_store_tile(const W4Args& p, const GroupTile& 
   }
 }
 
-// The producer warp: for every k-tile of every tile of this CTA, wait until the stage is free,
-// then one TMA box of tokens (lane 0) and the 128 weight rows' codes (two 16-byte pieces per
-// row) and scale words by cp.async, each lane's copies arriving on the stage's full barrier.
-// Token rows past the group end come from the next group or are TMA's zeros past M, and weight
-// rows past N repeat row N - 1: they only meet outputs that are not stored.
+// The producer warpgroup: for every k-tile of every tile of this CTA each warp waits until the
+// stage is free, then warp 0 loads the token box by TMA (lane 0), warps 1 and 2 the 128 weight
+// rows' codes (two 16-byte pieces per row, 64 rows each) and warp 3 their scale words by
+// cp.async; a lane arrives on a stage's full barrier once its copies of that stage have landed,
+// checked when its next k-tile's copies are issued (one k-tile in flight). The source rows are
+// fixed per tile, so each lane keeps its four source pointers and shared addresses. Token rows past
+// the group end come from the next group or are TMA's zeros past M, and weight rows past N repeat
+// row N - 1: they only meet outputs that are not stored.
 __device__ __forceinline__ void w4_produce(const W4Args& p, W4Smem& s, int total, int n_tiles) {
   using T = W4Traits;
-  using cutlass::arch::ClusterBarrier;
   using cutlass::arch::ClusterTransactionBarrier;
-  const int lane = threadIdx.x & 31, kt_count = p.k / T::kBK;
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x - T::kConsumers) >> 5;
+  const int kt_count = p.k / T::kBK;
   const uint64_t hint = static_cast<uint64_t>(cute::TMA::CacheHintSm90::EVICT_NORMAL);
-  uint32_t it = 0;  // k-tiles loaded so far: stage it % kStages, use it / kStages
+  // This lane's four copies of a k-tile: rows, shared addresses (stage 0) and source steps.
+  const bool codes = warp == 1 || warp == 2;
+  int rows[4];
+  uint32_t dst[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    rows[j] = codes ? (lane >> 1) + 16 * (j + 4 * (warp - 1)) : lane + 32 * j;
+    dst[j] = codes ? shared_addr(&s.codes[0][rows[j]][(lane & 1) * 16])
+                   : shared_addr(&s.scales[0][rows[j]]);
+  }
+  const uint32_t stage_bytes = codes ? sizeof(s.codes[0]) : sizeof(s.scales[0]);
+  const int64_t k_step = codes ? T::kBK / 2 : T::kBK / 16;  // source bytes per k-tile
+  uint32_t it = 0;   // k-tiles loaded so far: stage it % kStages, use it / kStages
+  int pending = -1;  // the stage whose copies this lane has issued but not yet published
   for (int t = blockIdx.x; t < total; t += gridDim.x) {
     const GroupTile tile = group_tile_at<T::kBT, T::kBW>(s.ends, s.tile_ends, p.groups, n_tiles, t);
-    const uint8_t* codes = p.b_codes + tile.g * p.b_code_gs + (lane & 1) * 16;
-    const uint8_t* scales = p.b_scales + tile.g * p.b_scale_gs;
     const int last = p.n - 1 - tile.col0;  // the last weight row of the tile inside N
+    const uint8_t* src[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t row = tile.col0 + min(rows[j], last);
+      src[j] = codes ? p.b_codes + tile.g * p.b_code_gs + row * p.b_code_ld + (lane & 1) * 16
+                     : p.b_scales + tile.g * p.b_scale_gs + row * p.b_scale_ld;
+    }
     for (int kt = 0; kt < kt_count; ++kt, ++it) {
       const int stage = static_cast<int>(it % T::kStages);
-      ClusterBarrier::wait(&s.empty[stage], ((it / T::kStages) & 1) ^ 1);
-      if (lane == 0) {
-        ClusterTransactionBarrier::arrive_and_expect_tx(&s.full[stage], T::kTokenBytes);
-        cute::SM90_TMA_LOAD_2D::copy(&p.tokens, &s.full[stage], hint,
-                                     s.t.data() + stage * T::kBT * T::kBK, kt * T::kBK, tile.row0);
-      }
-#pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const int row = (lane >> 1) + 16 * j;
-        cp_async16(&s.codes[stage][row][(lane & 1) * 16],
-                   codes + int64_t(tile.col0 + min(row, last)) * p.b_code_ld + kt * (T::kBK / 2));
+      mbar_wait(&s.empty[stage], ((it / T::kStages) & 1) ^ 1);
+      if (warp == 0) {
+        if (lane == 0) {
+          ClusterTransactionBarrier::arrive_and_expect_tx(&s.full[stage], T::kTokenBytes);
+          cute::SM90_TMA_LOAD_2D::copy(&p.tokens, &s.full[stage], hint,
+                                       s.t.data() + stage * T::kBT * T::kBK, kt * T::kBK,
+                                       tile.row0);
+        }
+        continue;
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        const int row = lane + 32 * j;
-        cp_async4(shared_addr(&s.scales[stage][row]),
-                  scales + int64_t(tile.col0 + min(row, last)) * p.b_scale_ld + kt * (T::kBK / 16));
+        if (codes) {
+          cp_async16(dst[j] + stage * stage_bytes, src[j] + kt * k_step);
+        } else {
+          cp_async4(dst[j] + stage * stage_bytes, src[j] + kt * k_step);
+        }
       }
-      cutlass::arch::cpasync_barrier_arrive_noinc(&s.full[stage]);
+      // This lane's copies of the previous k-tile have landed: publish them (release).
+      cp_async_commit();
+      if (pending >= 0) {
+        cp_async_wait<1>();
+        mbar_arrive(&s.full[pending]);
+      }
+      pending = stage;
     }
+  }
+  if (pending >= 0) {
+    cp_async_wait<0>();
+    mbar_arrive(&s.full[pending]);
   }
 }
 
@@ -198,7 +265,6 @@ __device__ __forceinline__ void w4_produce(const W4Args& p, W4Smem& s, int total
 __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total, int n_tiles) {
   using namespace cute;
   using T = W4Traits;
-  using cutlass::arch::ClusterBarrier;
   constexpr int kSteps = T::kBK / 16, kInFlight = kSteps - 1;
   const int tid = threadIdx.x, kt_count = p.k / T::kBK;
   Tensor sT = make_tensor(make_smem_ptr(s.t.data()), T::LayoutT{});  // (BT, BK, stage)
@@ -212,7 +278,6 @@ __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total
   Tensor tCrA = make_tensor<T::Bf16>(FragLayout{});
   Tensor fA = recast<uint32_t>(tCrA);                                         // 4 per k16 step
   Tensor acc = partition_fragment_C(mma, Shape<Int<T::kBW>, Int<T::kBT>>{});  // FP32
-  Tensor tCc = thr.partition_C(make_identity_tensor(Shape<Int<T::kBW>, Int<T::kBT>>{}));
 
   // This thread's weight rows in the tile (WGMMA A layout: warp w of warpgroup g holds rows
   // 64g + 16w + lane / 4 and + 8, k pairs 2 * (lane % 4) and + 8 of every k16 step).
@@ -220,12 +285,12 @@ __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total
   const int wrow = (tid >> 7) * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2);
   const uint32_t sel = w4::pair_selector(lane & 3);
   auto release = [&](uint32_t i) {  // this thread is done with k-tile i's stage
-    ClusterBarrier::arrive(&s.empty[i % T::kStages]);
+    mbar_arrive(&s.empty[i % T::kStages]);
   };
   uint2 sw;                       // the current k-tile's scale words of rows wrow and wrow + 8
   auto enter = [&](uint32_t i) {  // wait for k-tile i's stage, convert its step 0
     const int stage = static_cast<int>(i % T::kStages);
-    ClusterBarrier::wait(&s.full[stage], (i / T::kStages) & 1);
+    mbar_wait(&s.full[stage], (i / T::kStages) & 1);
     sw = make_uint2(s.scales[stage][wrow], s.scales[stage][wrow + 8]);
     w4_convert_step(s, stage, wrow, 0, sel, sw, fA);
   };
@@ -258,7 +323,7 @@ __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total
     warpgroup_fence_operand(acc);
     it += kt_count;
     release(it - 1);
-    w4_store_tile(p, tile, s, acc, tCc);
+    w4_store_tile(p, tile, s, acc);
   }
 }
 
@@ -270,6 +335,7 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1)
       (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
   W4Smem& s = *reinterpret_cast<W4Smem*>(smem_raw + pad);
   const int n_tiles = (p.n + T::kBW - 1) / T::kBW;
+  if (threadIdx.x < 256) s.scale2[threadIdx.x] = fp4::e4m3x2_to_bf16x2_scaled(threadIdx.x * 0x101u);
   if (threadIdx.x == 0) {
     cute::prefetch_tma_descriptor(&p.tokens);
     for (int i = 0; i < T::kStages; ++i) {
@@ -277,12 +343,12 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1)
       cutlass::arch::ClusterBarrier::init(&s.empty[i], T::kEmptyArrivals);
     }
   }
-  // (its block barriers also publish the mbarrier initialisation)
+  // (its block barriers also publish the scale table and the mbarrier initialisation)
   const int total = group_tile_schedule<T::kBT, T::kThreads>(p.offs, p.groups, p.m, n_tiles, s.ends,
                                                              s.tile_ends, s.scan);
   if (threadIdx.x >= T::kConsumers) {
     cutlass::arch::warpgroup_reg_dealloc<T::kProducerRegs>();
-    if (threadIdx.x < T::kConsumers + 32) w4_produce(p, s, total, n_tiles);
+    w4_produce(p, s, total, n_tiles);
   } else {
     cutlass::arch::warpgroup_reg_alloc<T::kConsumerRegs>();
     w4_consume(p, s, total, n_tiles);
