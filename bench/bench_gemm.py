@@ -5,7 +5,8 @@ FP32 matmul); M-grouped vs torch._grouped_mm BF16 (2D x 3D); K-grouped vs torch.
 BF16 (2D x 2D). Uneven (seeded log-normal) routing, group sizes multiples of 16.
 Timing: CUDA events per call after warm-up, median; inputs rotate over sets larger than L2.
 Usage: F46_TORCH_LIBRARY=build/python/f46/libf46_torch.so python3 bench/bench_gemm.py
-       [all|profile|dense|grouped|plans]  (plans: plans (a), (b), (c) vs BF16 per shape)
+       [all|profile|dense|grouped|plans|layer-plans]  (plans: plans (a), (b), (c) vs BF16 per
+       shape; layer-plans: (a) and (c) on every M-grouped GEMM of the MoE layers)
 """
 
 from __future__ import annotations
@@ -343,6 +344,39 @@ def bench_plans(gen) -> list[str]:
     return lines + [""]
 
 
+def bench_layer_plans(gen) -> list[str]:
+    """Plans (a) and (c) on the four M-grouped GEMMs of each MoE layer of MOE (forward gate/up
+    and down, dgrad of down and of gate/up; the wgrad GEMMs are K-grouped, plan (a) only)."""
+    lines = [
+        "### Plans (a) and (c) on the layer's M-grouped GEMMs",
+        "",
+        "| layer | GEMM | E | M | K | N | (a) us | (c) us | (c) / (a) time |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, e, m, d, f in MOE:
+        sizes = routing(e, m, seed=e)
+        offs = torch.tensor(sizes, dtype=torch.int32, device="cuda").cumsum(0).to(torch.int32)
+        am = torch.rand(e, device="cuda", generator=gen) + 1.0
+        bm = torch.rand(e, device="cuda", generator=gen) + 1.0
+        for gemm, k, n in (
+            ("fwd gate/up", d, 2 * f),
+            ("fwd down", f, d),
+            ("dgrad down", d, f),
+            ("dgrad gate/up", 2 * f, d),
+        ):
+            qa, qb = rand_q((m, k), gen), rand_q((e, n, k), gen)
+            ta, tc = (
+                median_us(lambda i, p=p: grouped_m(qa, am, qb, bm, offs, p), 1) for p in ("a", "c")
+            )
+            lines.append(
+                f"| {name} | {gemm} | {e} | {m} | {k} | {n} | {ta:.1f} | {tc:.1f} | {tc / ta:.3f} |"
+            )
+            print(lines[-1], flush=True)
+            del qa, qb
+            torch.cuda.empty_cache()
+    return lines + [""]
+
+
 def main() -> None:
     load_f46()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -358,6 +392,8 @@ def main() -> None:
         lines += bench_grouped(gen)
     if which in ("all", "plans"):
         lines += bench_plans(gen)
+    if which == "layer-plans":
+        lines += bench_layer_plans(gen)
     print("\n".join(lines))
 
 

@@ -32,6 +32,9 @@ struct GemmCase {
 // The per-shape rule for kAuto (measured, bench/RESULTS.md "GEMM plans"): true = plan (b).
 bool fused_fp4_plan_auto(int64_t m, int64_t n, int64_t k, int groups);
 
+// The automatic rule for plan (c) (where plan (c) supports the operands): many groups per row.
+bool weight4_plan_auto(int64_t m, int64_t n, int64_t k, int groups);
+
 GemmRoute choose_gemm_route(const GemmCase& c);
 
 }  // namespace f46::cuda::gemm_detail

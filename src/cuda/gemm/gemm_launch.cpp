@@ -186,9 +186,9 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   c.plan = ctx.gemm.plan;
   c.epilogue_fusable = k > 0 && fused_epilogue(a, bias, out, n);
   c.fp4_supported = c.epilogue_fusable && gemm_detail::fused_fp4_supported(a, b, groups, out);
-  // Plan (c) is only ever forced (gemm_choice.cpp): its scope is checked only then.
-  c.w4_supported = c.plan == GemmPlan::kWeight4 && c.epilogue_fusable &&
-                   gemm_detail::w4_supported(a, b, groups, out);
+  // Plan (c)'s scope is checked where it can be chosen (forced, or the automatic rule).
+  c.w4_supported = (c.plan == GemmPlan::kWeight4 || c.plan == GemmPlan::kAuto) &&
+                   c.epilogue_fusable && gemm_detail::w4_supported(a, b, groups, out);
   c.m = m;
   c.n = n;
   c.k = k;

@@ -82,6 +82,33 @@ const W4Case kW4Cases[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaGemmW4, testing::ValuesIn(kW4Cases), w4_name);
 
+// The automatic rule (gemm_choice.cpp) takes plan (c) for many groups per row (8 groups of 1024
+// rows, E/M = 9.8e-4, 2^33 multiply-adds) and plan (a) for few (4 groups of 2048 rows): plan (c)
+// launched or not, and the same bytes as plan (a) either way.
+TEST(CudaGemmW4Auto, ManyGroupsPerRowTakePlanC) {
+  SKIP_WITHOUT_CUDA();
+  for (int groups : {8, 4}) {
+    const PlanProblemSpec spec{8192,
+                               1024,
+                               1024,
+                               std::vector<int32_t>(groups, 8192 / groups),
+                               AmaxScope::kGroup,
+                               AmaxScope::kGroup,
+                               100,
+                               126,
+                               600};
+    PlanProblem prob(spec);
+    const uint64_t before = cuda::gemm_detail::w4_launches();
+    const HostTensor out_auto = prob.run(GemmPlan::kAuto, DType::kBFloat16);
+    EXPECT_EQ(cuda::gemm_detail::w4_launches() - before, groups == 8 ? 1u : 0u)
+        << groups << " groups";
+    const HostTensor out_a = prob.run(GemmPlan::kDequantBf16, DType::kBFloat16);
+    int64_t first = -1;
+    EXPECT_EQ(prob.differing_rows(out_a, out_auto, first), 0)
+        << groups << " groups, first differing row " << first;
+  }
+}
+
 // Outside plan (c)'s scope (fp32 output, N % 8 != 0, K % 64 != 0, row-scaled A) a forced plan
 // (c) runs plan (a): the same bytes, and no plan (c) kernel is launched.
 TEST(CudaGemmW4Scope, OutOfScopeFallsBackToPlanA) {

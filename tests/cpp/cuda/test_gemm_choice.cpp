@@ -3,6 +3,8 @@
 // plan (b) support class.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "cuda/gemm/gemm_choice.h"
 
 namespace f46::cuda::gemm_detail {
@@ -51,25 +53,64 @@ TEST(GemmChoice, EveryPlanAndScopeClass) {
   }
 }
 
-// Plan (c) runs only when asked for and supported (never under kAuto until it is measured); a
-// forced plan (c) outside its scope is plan (a), never plan (b), and the epilogue rule comes first.
-TEST(GemmChoice, PlanCOnlyWhenForcedAndSupported) {
+// The automatic plan (c) rule on the sixteen M-grouped GEMMs of the bench layers (bench/RESULTS.md
+// "Plans (a) and (c) on the layer's GEMMs"): plan (c) where it measured faster (gpt-oss, Qwen3),
+// plan (a) where slower (Mixtral, DSv3), never below the measured sizes.
+TEST(GemmChoice, PlanCAutoRuleFollowsTheMeasurements) {
+  struct Layer {
+    int64_t m, d, f;
+    int e;
+    bool want;
+  };
+  for (const Layer& l : {Layer{16384, 4096, 14336, 8, false}, Layer{32768, 7168, 4096, 16, false},
+                         Layer{65536, 2048, 1536, 128, true}, Layer{32768, 2880, 5760, 32, true}})
+    for (const auto& [k, n] : {std::pair{l.d, 2 * l.f}, std::pair{l.f, l.d}, std::pair{l.d, l.f},
+                               std::pair{2 * l.f, l.d}})
+      EXPECT_EQ(weight4_plan_auto(l.m, n, k, l.e), l.want)
+          << "E " << l.e << " K " << k << " N " << n;
+  EXPECT_FALSE(weight4_plan_auto(8192, 8192, 8192, 1));  // dense
+  EXPECT_FALSE(weight4_plan_auto(300, 256, 512, 4));     // 1/75 rows, below the measured sizes
+  EXPECT_FALSE(weight4_plan_auto(0, 256, 512, 4));       // no rows
+}
+
+// Plan (c): forced and supported, or automatic where supported and its rule says so (Qwen3's
+// shape); never under plans (a) or (b); a forced plan (c) outside its scope is plan (a), never
+// plan (b); the epilogue rule comes first; where plan (c) is not supported the plan (b) rule
+// applies as before (256 experts of 256 rows: plan (b)).
+TEST(GemmChoice, PlanCWhenForcedOrChosenAndSupported) {
   using R = GemmRoute;
-  for (GemmPlan plan :
-       {GemmPlan::kAuto, GemmPlan::kDequantBf16, GemmPlan::kFusedFp4, GemmPlan::kWeight4})
-    for (bool fusable : {false, true})
-      for (bool w4 : {false, true})
-        for (bool fp4 : {false, true}) {
-          GemmCase c{plan, fusable, fp4, 65536, 2048, 7168, 256, w4};
-          const R got = choose_gemm_route(c);
-          if (!fusable) {
-            EXPECT_EQ(got, R::kDequantSeparate);
-          } else if (plan == GemmPlan::kWeight4) {
-            EXPECT_EQ(got, w4 ? R::kWeight4 : R::kDequantFused);
-          } else {
-            EXPECT_NE(got, R::kWeight4) << "plan " << static_cast<int>(plan);
+  const GemmCase qwen3{GemmPlan::kAuto, true, true, 65536, 1536, 2048, 128};
+  const GemmCase many{GemmPlan::kAuto, true, true, 65536, 2048, 7168, 256};
+  const GemmCase mixtral{GemmPlan::kAuto, true, true, 16384, 14336, 4096, 8};
+  for (const GemmCase& shape : {qwen3, many, mixtral})
+    for (GemmPlan plan :
+         {GemmPlan::kAuto, GemmPlan::kDequantBf16, GemmPlan::kFusedFp4, GemmPlan::kWeight4})
+      for (bool fusable : {false, true})
+        for (bool w4 : {false, true})
+          for (bool fp4 : {false, true}) {
+            GemmCase c = shape;
+            c.plan = plan;
+            c.epilogue_fusable = fusable;
+            c.w4_supported = w4;
+            c.fp4_supported = fp4;
+            const R got = choose_gemm_route(c);
+            const bool auto_c = shape.m != mixtral.m;  // Qwen3 and 256 x 256: E/M > 7.3e-4
+            const bool auto_b = shape.m == many.m && shape.groups == many.groups;
+            R want = R::kDequantSeparate;
+            if (fusable) {
+              if (plan == GemmPlan::kWeight4) {
+                want = w4 ? R::kWeight4 : R::kDequantFused;
+              } else if (plan == GemmPlan::kAuto && w4 && auto_c) {
+                want = R::kWeight4;
+              } else {
+                const bool b =
+                    fp4 && (plan == GemmPlan::kFusedFp4 || (plan == GemmPlan::kAuto && auto_b));
+                want = b ? R::kFusedFp4 : R::kDequantFused;
+              }
+            }
+            EXPECT_EQ(got, want) << "plan " << static_cast<int>(plan) << " fusable " << fusable
+                                 << " w4 " << w4 << " fp4 " << fp4 << " groups " << c.groups;
           }
-        }
 }
 
 }  // namespace
