@@ -2,7 +2,7 @@
 # The device check: configure, build (library, GoogleTest binary, torch extension, benchmarks),
 # run every C++ test (the CUDA ones included), compute-sanitizer memcheck + racecheck on small
 # kernel-test filters, the Python suite on CUDA, then the benchmarks. Logs under $OUT; a short
-# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|plans|ncu|layer|baseline|profile|demo|demo-part|all]...
+# summary last; logs come back as $OUT/logs.tgz.   Usage (repo root, GPU machine): scripts/gpu_check.sh [build|diag|test|sanitize|pytest|consumer|bench|plans|layer-plans|ncu|layer|baseline|profile|demo|demo-part|all]...
 # Needs .deps/googletest (a GoogleTest source tree) and .whl/ (the nvidia-cutlass wheel).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -84,6 +84,10 @@ fi
 if [[ " $STEPS " == *" plans "* ]]; then  # the GEMM plans table alone (bench_gemm.py plans)
   timeout ${F46_PLANS_TIMEOUT:-240} python3 bench/bench_gemm.py plans > "$OUT/bench_plans.log" 2>&1
   note "bench_gemm plans rc=$?"; grep "|" "$OUT/bench_plans.log" | grep -v -- "---"
+fi
+if [[ " $STEPS " == *" layer-plans "* ]]; then  # plans (a) and (c) on the layers' M-grouped GEMMs
+  timeout ${F46_PLANS_TIMEOUT:-240} python3 bench/bench_gemm.py layer-plans > "$OUT/bench_layer_plans.log" 2>&1
+  note "bench_gemm layer-plans rc=$?"; grep "|" "$OUT/bench_layer_plans.log" | grep -v -- "---" | awk '!seen[$0]++'
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then  # Nsight Compute of the first launch of F46_NCU_KERNEL
   # in F46_NCU_CMD (default: bench/ncu_w4.py, one dense 8192^3 plan (c) GEMM)
