@@ -90,11 +90,12 @@ if [[ " $STEPS " == *" layer-plans "* ]]; then  # plans (a) and (c) on the layer
   note "bench_gemm layer-plans rc=$?"; grep "|" "$OUT/bench_layer_plans.log" | grep -v -- "---" | awk '!seen[$0]++'
 fi
 if [[ " $STEPS " == *" ncu "* ]]; then  # Nsight Compute of the first launch of F46_NCU_KERNEL
-  # in F46_NCU_CMD (default: bench/ncu_w4.py, one dense 8192^3 plan (c) GEMM)
+  # in F46_NCU_CMD (default: bench/ncu_w4.py, one plan (c) GEMM: dense 8192^3, or the grouped
+  # F46_NCU_SHAPE="E M K N")
   K=${F46_NCU_KERNEL:-w4_gemm_kernel}
   R=${TMPDIR:-/tmp}/ncu_$K  # the report stays here; its stall table and per-SASS samples come back
   timeout ${F46_NCU_TIMEOUT:-200} ncu -k "regex:$K" --launch-count 1 --set full --import-source yes \
-    -f -o "$R" ${F46_NCU_CMD:-python3 bench/ncu_w4.py} > "$OUT/ncu_$K.log" 2>&1
+    -f -o "$R" ${F46_NCU_CMD:-python3 bench/ncu_w4.py ${F46_NCU_SHAPE:+"$F46_NCU_SHAPE"}} > "$OUT/ncu_$K.log" 2>&1
   note "ncu $K rc=$?"
   ncu -i "$R.ncu-rep" > "$OUT/ncu_$K.txt" 2>&1
   ncu -i "$R.ncu-rep" --page raw 2>/dev/null | grep -E "issue_stalled|warps_issue_stalled" \
