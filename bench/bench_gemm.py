@@ -345,7 +345,7 @@ def bench_plans(gen) -> list[str]:
 
 
 def bench_layer_plans(gen) -> list[str]:
-    """Plans (a) and (c) on the four M-grouped GEMMs of each MoE layer of MOE (forward gate/up
+    """Plans (a) and (c) on the M-grouped GEMM shapes of each MoE layer of MOE (forward gate/up
     and down, dgrad of down and of gate/up; the wgrad GEMMs are K-grouped, plan (a) only)."""
     lines = [
         "### Plans (a) and (c) on the layer's M-grouped GEMMs",

@@ -27,7 +27,7 @@ bool fused_fp4_plan_auto(int64_t m, int64_t n, int64_t k, int groups) {
 
 // Plan (c) drops plan (a)'s copy of the weight (E*N*K elements) but its mainloop is slower than
 // CUTLASS's: per FLOP a gain proportional to E/M against a fixed loss, so the rule is a threshold
-// on E/M = 1/(average rows per group). Measured on the sixteen M-grouped GEMMs of the four bench
+// on E/M = 1/(average rows per group). Measured on the M-grouped GEMM shapes of the four bench
 // layers (bench/RESULTS.md "Plans (a) and (c) on the layer's GEMMs", H100 2026-12-07): plan
 // (c)'s time over plan (a)'s is 1.04-1.23 at E/M = 4.9e-4 (Mixtral, DSv3), 0.90-0.96 at 9.8e-4
 // (gpt-oss) and 0.73-0.79 at 2.0e-3 (Qwen3); the line through them crosses 1 at ~7.3e-4. Plan (c)

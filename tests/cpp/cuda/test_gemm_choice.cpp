@@ -53,7 +53,7 @@ TEST(GemmChoice, EveryPlanAndScopeClass) {
   }
 }
 
-// The automatic plan (c) rule on the sixteen M-grouped GEMMs of the bench layers (bench/RESULTS.md
+// The automatic plan (c) rule on the M-grouped GEMM shapes of the bench layers (bench/RESULTS.md
 // "Plans (a) and (c) on the layer's GEMMs"): plan (c) where it measured faster (gpt-oss, Qwen3),
 // plan (a) where slower (Mixtral, DSv3), never below the measured sizes.
 TEST(GemmChoice, PlanCAutoRuleFollowsTheMeasurements) {
