@@ -33,7 +33,7 @@ MODES = ("quantized", "dequantized")
 GIB = float(1 << 30)
 DEVICE = "cuda"  # tests/python/test_bench_smoke.py runs main() on the CPU with tiny shapes
 # Each shape's layer also timed with the recipe's gemm_plan forced to these plans (rows not in
-# the automatic geometric mean; a geometric mean per forced plan follows), so each layer run
+# the automatic geometric mean; their geometric mean follows), so each layer run
 # re-checks the automatic rule (src/cuda/gemm/gemm_choice.cpp): plan (c) where the rule takes
 # plan (a) (Mixtral, DSv3), plan (a) where it takes plan (c) (Qwen3, gpt-oss).
 FORCED_PLANS = {"Mixtral": ("c",), "DSv3": ("c",), "Qwen3": ("a",), "gpt-oss": ("a",)}
@@ -167,7 +167,7 @@ def main() -> None:
     gen = torch.Generator().manual_seed(0)
     dev = torch.device(DEVICE)
     ratios: dict[str, list[float]] = {m: [] for m in MODES}
-    forced: dict[tuple[str, str], list[float]] = {}
+    forced: dict[str, list[float]] = {}
     reuse: dict[str, list[float]] = {m: [] for m in MODES}
     rows = []
     print(
