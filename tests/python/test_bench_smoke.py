@@ -45,9 +45,9 @@ def test_bench_layer_prints_every_table(bench, capsys):
     # the step with the plan forced
     assert len(calls) == 2 + 2 * 4 + 2
     assert "quantized bwd, plan a |" in out
-    # geometric means: automatic plan per mode, forced plan per mode, reuse per mode
+    # geometric means: automatic plan per mode, forced plans per mode, reuse per mode
     assert out.count("| geometric mean |") == 6
-    assert "| geometric mean | f46 4/6, quantized bwd, plan a |" in out
+    assert "| geometric mean | f46 4/6, quantized bwd, FORCED_PLANS |" in out
 
 
 def test_profile_layer_summarizes_each_mode(bench, capsys, monkeypatch):
