@@ -96,6 +96,12 @@ def routing(e: int, m: int, seed: int) -> list[int]:
     return sizes
 
 
+def group_offs(e: int, m: int) -> torch.Tensor:
+    """The cumulative group ends (int32, CUDA) of routing(e, m, seed=e)."""
+    sizes = routing(e, m, seed=e)
+    return torch.tensor(sizes, dtype=torch.int32, device="cuda").cumsum(0).to(torch.int32)
+
+
 def row(name: str, us: float, flops: float, base_us: float) -> tuple[str, float]:
     line = f"| {name} | {us:9.1f} | {flops / us / 1e6:7.1f} | {base_us / us:5.3f} |"
     return line, base_us / us
@@ -165,8 +171,7 @@ def bench_dense(gen) -> list[str]:
 def bench_grouped(gen) -> list[str]:
     mrows, krows = [], []
     for name, e, m, k, n in MOE:
-        sizes = routing(e, m, seed=e)
-        offs = torch.tensor(sizes, dtype=torch.int32, device="cuda").cumsum(0).to(torch.int32)
+        offs = group_offs(e, m)
         flops = 2.0 * m * n * k
         am = torch.rand(e, device="cuda", generator=gen) + 1.0
         bm = torch.rand(e, device="cuda", generator=gen) + 1.0
@@ -312,8 +317,7 @@ def bench_plans(gen) -> list[str]:
             t_bf16 = median_us(lambda i: torch.matmul(xa, xb.t()), 1)
             label = f"M{m} K{k} N{n}"
         else:
-            sizes = routing(e, m, seed=e)
-            offs = torch.tensor(sizes, dtype=torch.int32, device="cuda").cumsum(0).to(torch.int32)
+            offs = group_offs(e, m)
             qb = rand_q((e, n, k), gen)
             xa, xb = deq(*qa, torch.bfloat16), deq(*qb, torch.bfloat16)
 
@@ -354,8 +358,7 @@ def bench_layer_plans(gen) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, e, m, d, f in MOE:
-        sizes = routing(e, m, seed=e)
-        offs = torch.tensor(sizes, dtype=torch.int32, device="cuda").cumsum(0).to(torch.int32)
+        offs = group_offs(e, m)
         am = torch.rand(e, device="cuda", generator=gen) + 1.0
         bm = torch.rand(e, device="cuda", generator=gen) + 1.0
         for gemm, k, n in (
