@@ -106,11 +106,13 @@ __global__ void gemm_epilogue_kernel(EpilogueArgs a) {
   // N10: tensor/group scope s = gA * gB, y = acc * s; row scope
   // s = (1 / (6 * bound_a)) * gB, y = (acc * s) * amax_row[m]. Then + bias, one cast.
   const int gg = valid ? g : 0;
-  const float gb = gemm_global_scale(a.amax_b, a.scope_b, gg, a.bound_b);
-  const bool row_scope = a.scope_a == AmaxScope::kRow;
-  const float s = row_scope ? num::mul(num::div(1.0f, num::mul(6.0f, a.bound_a)), gb)
-                            : num::mul(gemm_global_scale(a.amax_a, a.scope_a, gg, a.bound_a), gb);
-  const float row_amax = row_scope ? a.amax_a[row] : 1.0f;
+  const GroupAlpha& sc = a.scale;
+  const float gb = gemm_global_scale(sc.amax_b, sc.scope_b, gg, sc.bound_b);
+  const bool row_scope = sc.scope_a == AmaxScope::kRow;
+  const float s = row_scope
+                      ? num::mul(num::div(1.0f, num::mul(6.0f, sc.bound_a)), gb)
+                      : num::mul(gemm_global_scale(sc.amax_a, sc.scope_a, gg, sc.bound_a), gb);
+  const float row_amax = row_scope ? sc.amax_a[row] : 1.0f;
 
   const int64_t c0 = (static_cast<int64_t>(blockIdx.y) * kEpiThreads + threadIdx.x) * kEpiCols;
   if (c0 >= a.cols) return;

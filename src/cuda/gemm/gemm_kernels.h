@@ -43,12 +43,7 @@ struct EpilogueArgs {
   int64_t rows = 0, cols = 0;
   int groups = 1;
   const int32_t* ends = nullptr;  // (groups) clamped group ends from the prep kernel
-  const float* amax_a = nullptr;
-  AmaxScope scope_a = AmaxScope::kTensor;
-  float bound_a = 256.0f;
-  const float* amax_b = nullptr;
-  AmaxScope scope_b = AmaxScope::kTensor;
-  float bound_b = 256.0f;
+  GroupAlpha scale;  // the amaxes, scopes and bounds of A and B (gemm_scale.h, group_alpha)
   const void* bias = nullptr;  // kRows only: (groups or 1, cols), float32 or bf16
   bool bias_bf16 = false;
   int64_t bias_group_stride = 0;

@@ -164,12 +164,7 @@ EpilogueArgs epilogue_args(GroupMode mode, const Buffers& buf, const TensorView&
   e.out_bf16 = out.dtype == DType::kBFloat16;
   e.groups = groups;
   e.ends = buf.ends;
-  e.amax_a = a.amax.ptr<const float>();
-  e.scope_a = a.scope;
-  e.bound_a = a.scale_bound;
-  e.amax_b = b.amax.ptr<const float>();
-  e.scope_b = b.scope;
-  e.bound_b = b.scale_bound;
+  e.scale = gemm_detail::group_alpha(a, b);
   return e;
 }
 

@@ -85,7 +85,6 @@ void run_w4_gemm(const QuantizedOperand& a, const __nv_bfloat16* a_bf16, const Q
                  const int32_t* offs, int groups, TensorView& out, cudaStream_t stream) {
   const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
   F46_CHECK(aligned_to(a_bf16, 16), "plan (c): the BF16 copy of A must be 16-byte aligned");
-  if (m == 0) return;  // no rows: nothing to compute or zero
   W4Args p;
   p.tokens = token_map(a_bf16, m, k, k);
   set_fused_problem(p, a, b, offs, groups, out);

@@ -25,7 +25,7 @@ bool w4_supported(const QuantizedOperand& a, const QuantizedOperand& b, int grou
 
 // out = epilogue(A x B[g]^T) with A given as its exact BF16 values a_bf16 (M, K) contiguous
 // (16-byte aligned) and B as codes; rows past the last (clamped) offset are written as zeros.
-// The operands must be w4_supported. No host synchronisation.
+// The operands must be w4_supported and M > 0. No host synchronisation.
 void run_w4_gemm(const QuantizedOperand& a, const __nv_bfloat16* a_bf16, const QuantizedOperand& b,
                  const int32_t* offs, int groups, TensorView& out, cudaStream_t stream);
 
