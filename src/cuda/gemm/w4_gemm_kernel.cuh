@@ -86,20 +86,11 @@ struct alignas(1024) W4Smem {
   int32_t scan[W4Traits::kThreads / 32];
 };
 
-// One k16 step of a weight row for this thread (w4_convert.h): the WGMMA A registers lo (k = 2t,
-// 2t + 1) and hi (k = 8 + 2t, 9 + 2t), each value code * scale * 2^-7; s2 = (S, S) with S =
-// scale * 2^119 (fused_fp4_dequant.cuh).
-__device__ __forceinline__ void w4_step_pairs(uint32_t w0, uint32_t w1, uint32_t sel, uint32_t s2,
-                                              uint32_t& lo, uint32_t& hi) {
-  uint32_t lo_bits, hi_bits;
-  w4::step_code_bits(w0, w1, sel, lo_bits, hi_bits);
-  lo = fp4::bf16x2_mul(lo_bits, s2);
-  hi = fp4::bf16x2_mul(hi_bits, s2);
-}
-
 // The A registers of k16 step `st` for rows r (f(4 st), f(4 st + 2)) and r + 8 (f(4 st + 1),
 // f(4 st + 3)) from the k-tile's codes in shared memory and the two rows' scale words sw
-// (byte st: step st's scale), each scale looked up as (S, S) in the CTA's table.
+// (byte st: step st's scale): lo (k = 2t, 2t + 1) and hi (k = 8 + 2t, 9 + 2t) as code * 2^-126
+// bit pairs (w4_convert.h) times (S, S), S = scale * 2^119 looked up in the CTA's table
+// (fused_fp4_dequant.cuh): code * scale * 2^-7.
 template <class Frag>
 __device__ __forceinline__ void w4_convert_step(const W4Smem& s, int stage, int r, int st,
                                                 uint32_t sel, uint2 sw, Frag& f) {
@@ -108,9 +99,9 @@ __device__ __forceinline__ void w4_convert_step(const W4Smem& s, int stage, int 
     const uint2 c = *reinterpret_cast<const uint2*>(&s.codes[stage][r + 8 * h][8 * st]);
     const uint32_t s2 = s.scale2[__byte_perm(h ? sw.y : sw.x, 0, 0x4440 | st)];  // byte st
     uint32_t lo, hi;
-    w4_step_pairs(c.x, c.y, sel, s2, lo, hi);
-    f(4 * st + h) = lo;
-    f(4 * st + 2 + h) = hi;
+    w4::step_code_bits(c.x, c.y, sel, lo, hi);
+    f(4 * st + h) = fp4::bf16x2_mul(lo, s2);
+    f(4 * st + 2 + h) = fp4::bf16x2_mul(hi, s2);
   }
 }
 
