@@ -1,6 +1,6 @@
 // choose_gemm_route (src/cuda/gemm/gemm_choice.h), a pure host function: runs on the CPU, no
 // device needed. The automatic plan rule on the benchmark shapes, then every plan x epilogue x
-// plan (b) support class.
+// plan (b) / plan (c) support class.
 #include <gtest/gtest.h>
 
 #include <utility>
@@ -26,33 +26,6 @@ TEST(GemmChoice, AutoRuleFollowsTheMeasurements) {
   EXPECT_TRUE(fused_fp4_plan_auto(65536, 2048, 7168, 256));   // 256 experts of 256 rows (x 4.4e-3)
 }
 
-TEST(GemmChoice, EveryPlanAndScopeClass) {
-  using R = GemmRoute;
-  // 256 experts of 256 rows: plan (b) under the automatic rule; Mixtral: plan (a).
-  const GemmCase many{GemmPlan::kAuto, true, true, 65536, 2048, 7168, 256};
-  const GemmCase mixtral{GemmPlan::kAuto, true, true, 16384, 14336, 4096, 8};
-  for (const GemmCase& shape : {many, mixtral}) {
-    const bool auto_b = shape.m == many.m;
-    for (GemmPlan plan : {GemmPlan::kAuto, GemmPlan::kDequantBf16, GemmPlan::kFusedFp4})
-      for (bool fusable : {false, true})
-        for (bool supported : {false, true}) {
-          GemmCase c = shape;
-          c.plan = plan;
-          c.epilogue_fusable = fusable;
-          c.fp4_supported = supported;
-          R want = R::kDequantSeparate;  // row scope or bias: the epilogue kernel
-          if (fusable) {
-            const bool b =
-                supported && (plan == GemmPlan::kFusedFp4 || (plan == GemmPlan::kAuto && auto_b));
-            want = b ? R::kFusedFp4 : R::kDequantFused;
-          }
-          EXPECT_EQ(choose_gemm_route(c), want)
-              << "plan " << static_cast<int>(plan) << " fusable " << fusable << " supported "
-              << supported << " m " << c.m;
-        }
-  }
-}
-
 // The automatic plan (c) rule on the M-grouped GEMM shapes of the bench layers (bench/RESULTS.md
 // "Plans (a) and (c) on the layer's GEMMs"): plan (c) where it measured faster (gpt-oss, Qwen3),
 // plan (a) where slower (Mixtral, DSv3), never below the measured sizes.
@@ -73,11 +46,12 @@ TEST(GemmChoice, PlanCAutoRuleFollowsTheMeasurements) {
   EXPECT_FALSE(weight4_plan_auto(0, 256, 512, 4));       // no rows
 }
 
-// Plan (c): forced and supported, or automatic where supported and its rule says so (Qwen3's
-// shape); never under plans (a) or (b); a forced plan (c) outside its scope is plan (a), never
-// plan (b); the epilogue rule comes first; where plan (c) is not supported the plan (b) rule
-// applies as before (256 experts of 256 rows: plan (b)).
-TEST(GemmChoice, PlanCWhenForcedOrChosenAndSupported) {
+// Every plan x epilogue x plan (b) and plan (c) support class on three shapes: row scope or bias
+// (not fusable) always the epilogue kernel; plan (c) when forced and supported, or automatic
+// where supported and its rule says so (Qwen3, 256 experts of 256 rows), never under plans (a)
+// or (b); a forced plan (c) outside its scope is plan (a), never plan (b); otherwise the plan (b)
+// rule (256 experts of 256 rows: plan (b) when plan (c) does not apply; Mixtral: plan (a)).
+TEST(GemmChoice, EveryPlanAndScopeClass) {
   using R = GemmRoute;
   const GemmCase qwen3{GemmPlan::kAuto, true, true, 65536, 1536, 2048, 128};
   const GemmCase many{GemmPlan::kAuto, true, true, 65536, 2048, 7168, 256};
