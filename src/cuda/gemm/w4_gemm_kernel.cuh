@@ -86,22 +86,45 @@ struct alignas(1024) W4Smem {
   int32_t scan[W4Traits::kThreads / 32];
 };
 
-// The A registers of k16 step `st` for rows r (f(4 st), f(4 st + 2)) and r + 8 (f(4 st + 1),
-// f(4 st + 3)) from the k-tile's codes in shared memory and the two rows' scale words sw
-// (byte st: step st's scale): lo (k = 2t, 2t + 1) and hi (k = 8 + 2t, 9 + 2t) as code * 2^-126
-// bit pairs (w4_convert.h) times (S, S), S = scale * 2^119 looked up in the CTA's table
-// (fused_fp4_dequant.cuh): code * scale * 2^-7.
-template <class Frag>
-__device__ __forceinline__ void w4_convert_step(const W4Smem& s, int stage, int r, int st,
-                                                uint32_t sel, uint2 sw, Frag& f) {
+// A k-tile of this thread's weight fragment, converted ahead: for every k16 step st and row
+// r + 8 h, the BF16 bit pairs of code * 2^-126 (lo: k = 2t, 2t + 1; hi: k = 8 + 2t, 9 + 2t;
+// w4_convert.h) and (S, S), S = scale * 2^119 (the CTA's table). Done at k-tile entry, all steps
+// at once (independent chains, the shared loads first), so that a step only multiplies.
+struct W4KTile {
+  uint32_t bits[4][2][2];  // [step][h][lo, hi]
+  uint32_t s2[4][2];       // [step][h]
+};
+
+__device__ __forceinline__ void w4_preconvert(const W4Smem& s, int stage, int r, uint32_t sel,
+                                              W4KTile& k) {
+  uint4 c[2][2];  // rows r, r + 8: the k-tile's 32 code bytes (steps 0, 1 | 2, 3)
+  uint32_t sw[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const uint2 c = *reinterpret_cast<const uint2*>(&s.codes[stage][r + 8 * h][8 * st]);
-    const uint32_t s2 = s.scale2[__byte_perm(h ? sw.y : sw.x, 0, 0x4440 | st)];  // byte st
-    uint32_t lo, hi;
-    w4::step_code_bits(c.x, c.y, sel, lo, hi);
-    f(4 * st + h) = fp4::bf16x2_mul(lo, s2);
-    f(4 * st + 2 + h) = fp4::bf16x2_mul(hi, s2);
+    const uint4* row = reinterpret_cast<const uint4*>(&s.codes[stage][r + 8 * h][0]);
+    c[h][0] = row[0];
+    c[h][1] = row[1];
+    sw[h] = s.scales[stage][r + 8 * h];
+  }
+#pragma unroll
+  for (int st = 0; st < 4; ++st)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      k.s2[st][h] = s.scale2[__byte_perm(sw[h], 0, 0x4440 | st)];  // byte st
+      const uint4& q = c[h][st >> 1];
+      const uint32_t w0 = (st & 1) ? q.z : q.x, w1 = (st & 1) ? q.w : q.y;
+      w4::step_code_bits(w0, w1, sel, k.bits[st][h][0], k.bits[st][h][1]);
+    }
+}
+
+// The A registers of k16 step `st`: rows r (f(4 st), f(4 st + 2)) and r + 8 (f(4 st + 1),
+// f(4 st + 3)), each value code * scale * 2^-7.
+template <class Frag>
+__device__ __forceinline__ void w4_finish_step(const W4KTile& k, int st, Frag& f) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    f(4 * st + h) = fp4::bf16x2_mul(k.bits[st][h][0], k.s2[st][h]);
+    f(4 * st + 2 + h) = fp4::bf16x2_mul(k.bits[st][h][1], k.s2[st][h]);
   }
 }
 
@@ -278,12 +301,12 @@ __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total
   auto release = [&](uint32_t i) {  // this thread is done with k-tile i's stage
     mbar_arrive(&s.empty[i % T::kStages]);
   };
-  uint2 sw;                       // the current k-tile's scale words of rows wrow and wrow + 8
-  auto enter = [&](uint32_t i) {  // wait for k-tile i's stage, convert its step 0
+  W4KTile kt_regs;                // the current k-tile, converted ahead
+  auto enter = [&](uint32_t i) {  // wait for k-tile i's stage, convert it, finish its step 0
     const int stage = static_cast<int>(i % T::kStages);
     mbar_wait(&s.full[stage], (i / T::kStages) & 1);
-    sw = make_uint2(s.scales[stage][wrow], s.scales[stage][wrow + 8]);
-    w4_convert_step(s, stage, wrow, 0, sel, sw, fA);
+    w4_preconvert(s, stage, wrow, sel, kt_regs);
+    w4_finish_step(kt_regs, 0, fA);
   };
 
   uint32_t it = 0;  // k-tiles consumed so far
@@ -304,7 +327,7 @@ __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total
         warpgroup_wait<kInFlight>();
         if (kb == 2 && kt > 0) release(i - 1);
         if (kb + 1 < kSteps) {
-          w4_convert_step(s, stage, wrow, kb + 1, sel, sw, fA);
+          w4_finish_step(kt_regs, kb + 1, fA);
         } else if (kt + 1 < kt_count) {
           enter(i + 1);
         }
