@@ -86,34 +86,67 @@ struct alignas(1024) W4Smem {
   int32_t scan[W4Traits::kThreads / 32];
 };
 
-// A k-tile of this thread's weight fragment, converted ahead: for every k16 step st and row
-// r + 8 h, the BF16 bit pairs of code * 2^-126 (lo: k = 2t, 2t + 1; hi: k = 8 + 2t, 9 + 2t;
-// w4_convert.h) and (S, S), S = scale * 2^119 (the CTA's table). Done at k-tile entry, all steps
-// at once (independent chains, the shared loads first), so that a step only multiplies.
+// A k-tile of this thread's weight fragment, converted: for every k16 step st and row r + 8 h,
+// the BF16 bit pairs of code * 2^-126 (lo: k = 2t, 2t + 1; hi: k = 8 + 2t, 9 + 2t; w4_convert.h)
+// and (S, S), S = scale * 2^119 (the CTA's table), so that a step only multiplies.
 struct W4KTile {
   uint32_t bits[4][2][2];  // [step][h][lo, hi]
   uint32_t s2[4][2];       // [step][h]
 };
 
-__device__ __forceinline__ void w4_preconvert(const W4Smem& s, int stage, int r, uint32_t sel,
-                                              W4KTile& k) {
-  uint4 c[2][2];  // rows r, r + 8: the k-tile's 32 code bytes (steps 0, 1 | 2, 3)
+// A k-tile's shared data for this thread (rows r and r + 8): its 32 code bytes (steps 0, 1 |
+// 2, 3) and its 4 scale bytes, loaded into registers one k-tile ahead of their conversion.
+struct W4Raw {
+  uint4 c[2][2];
   uint32_t sw[2];
+};
+
+__device__ __forceinline__ uint4 lds128(uint32_t a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(a));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds32(uint32_t a) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(a));
+  return v;
+}
+
+// codes / scales: shared addresses of this thread's row r in stage 0.
+__device__ __forceinline__ void w4_load_ktile(uint32_t codes, uint32_t scales, int stage,
+                                              W4Raw& k) {
+  using T = W4Traits;
+  constexpr uint32_t kCodeStage = T::kBW * T::kCodePitch, kScaleStage = T::kBW * 4;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const uint4* row = reinterpret_cast<const uint4*>(&s.codes[stage][r + 8 * h][0]);
-    c[h][0] = row[0];
-    c[h][1] = row[1];
-    sw[h] = s.scales[stage][r + 8 * h];
+    const uint32_t row = codes + stage * kCodeStage + 8 * h * T::kCodePitch;
+    k.c[h][0] = lds128(row);
+    k.c[h][1] = lds128(row + 16);
+    k.sw[h] = lds32(scales + stage * kScaleStage + 8 * h * 4);
   }
+}
+
+// The (S, S) words of a loaded k-tile (shared loads from the CTA's table).
+__device__ __forceinline__ void w4_scale_pairs(const W4Smem& s, const W4Raw& k,
+                                               uint32_t (&s2)[4][2]) {
+#pragma unroll
+  for (int st = 0; st < 4; ++st)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) s2[st][h] = s.scale2[__byte_perm(k.sw[h], 0, 0x4440 | st)];
+}
+
+// The code bits of a loaded k-tile (register work only).
+__device__ __forceinline__ void w4_code_bits(const W4Raw& k, uint32_t sel,
+                                             uint32_t (&bits)[4][2][2]) {
 #pragma unroll
   for (int st = 0; st < 4; ++st)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      k.s2[st][h] = s.scale2[__byte_perm(sw[h], 0, 0x4440 | st)];  // byte st
-      const uint4& q = c[h][st >> 1];
+      const uint4& q = k.c[h][st >> 1];
       const uint32_t w0 = (st & 1) ? q.z : q.x, w1 = (st & 1) ? q.w : q.y;
-      w4::step_code_bits(w0, w1, sel, k.bits[st][h][0], k.bits[st][h][1]);
+      w4::step_code_bits(w0, w1, sel, bits[st][h][0], bits[st][h][1]);
     }
 }
 
@@ -275,7 +308,10 @@ __device__ __forceinline__ void w4_produce(const W4Args& p, W4Smem& s, int total
 // step and at most kInFlight of them pending: when step j is issued, step j - kInFlight (same
 // registers, previous k-tile) is complete, so step j + 1's registers can be written while three
 // steps run (CUTLASS's RS mainloop schedule). Step 2 of k-tile kt completes k-tile kt - 1, whose
-// stage is then released to the producer.
+// stage is then released to the producer. The next k-tile (of this tile or of the CTA's next one)
+// is prepared across the steps, each part behind three running steps: its stage awaited and its
+// codes and scales loaded after step 0, its scale pairs looked up after step 1, its code bits
+// formed and its step 0 finished after step 3; no step waits on shared memory.
 __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total, int n_tiles) {
   using namespace cute;
   using T = W4Traits;
@@ -294,30 +330,45 @@ __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total
   Tensor acc = partition_fragment_C(mma, Shape<Int<T::kBW>, Int<T::kBT>>{});  // FP32
 
   // This thread's weight rows in the tile (WGMMA A layout: warp w of warpgroup g holds rows
-  // 64g + 16w + lane / 4 and + 8, k pairs 2 * (lane % 4) and + 8 of every k16 step).
+  // 64g + 16w + lane / 4 and + 8, k pairs 2 * (lane % 4) and + 8 of every k16 step). Their
+  // shared addresses and the code selector are opaque to the compiler, which would otherwise
+  // recompute them from the thread index at every k-tile (a slow special-register read on the
+  // critical path).
   const int lane = tid & 31;
   const int wrow = (tid >> 7) * 64 + ((tid >> 5) & 3) * 16 + (lane >> 2);
-  const uint32_t sel = w4::pair_selector(lane & 3);
+  uint32_t sel = w4::pair_selector(lane & 3);
+  uint32_t codes_addr = shared_addr(&s.codes[0][wrow][0]);
+  uint32_t scales_addr = shared_addr(&s.scales[0][wrow]);
+  asm volatile("" : "+r"(codes_addr), "+r"(scales_addr), "+r"(sel));
   auto release = [&](uint32_t i) {  // this thread is done with k-tile i's stage
     mbar_arrive(&s.empty[i % T::kStages]);
   };
-  W4KTile kt_regs;                // the current k-tile, converted ahead
-  auto enter = [&](uint32_t i) {  // wait for k-tile i's stage, convert it, finish its step 0
+  W4Raw raw;                      // the next k-tile's codes and scales
+  W4KTile cur;                    // the current k-tile, converted
+  uint32_t next_s2[4][2];         // the next k-tile's scale pairs
+  auto fetch = [&](uint32_t i) {  // wait for k-tile i's stage and load its codes and scales
     const int stage = static_cast<int>(i % T::kStages);
     mbar_wait(&s.full[stage], (i / T::kStages) & 1);
-    w4_preconvert(s, stage, wrow, sel, kt_regs);
-    w4_finish_step(kt_regs, 0, fA);
+    w4_load_ktile(codes_addr, scales_addr, stage, raw);
   };
 
-  uint32_t it = 0;  // k-tiles consumed so far
+  uint32_t it = 0;     // k-tiles consumed so far
+  bool ready = false;  // k-tile it is converted and its step 0 finished
   for (int t = blockIdx.x; t < total; t += gridDim.x) {
     const GroupTile tile = group_tile_at<T::kBT, T::kBW>(s.ends, s.tile_ends, p.groups, n_tiles, t);
+    const bool more_tiles = t + static_cast<int>(gridDim.x) < total;
     mma.accumulate_ = GMMA::ScaleOut::Zero;  // the first k16 step writes, the others add
     warpgroup_fence_operand(acc);
-    enter(it);
+    if (!ready) {
+      fetch(it);
+      w4_scale_pairs(s, raw, cur.s2);
+      w4_code_bits(raw, sel, cur.bits);
+      w4_finish_step(cur, 0, fA);
+    }
     for (int kt = 0; kt < kt_count; ++kt) {
       const uint32_t i = it + kt;
       const int stage = static_cast<int>(i % T::kStages);
+      const bool next = kt + 1 < kt_count || more_tiles;
 #pragma unroll
       for (int kb = 0; kb < kSteps; ++kb) {
         warpgroup_arrive();
@@ -326,13 +377,20 @@ __device__ __forceinline__ void w4_consume(const W4Args& p, W4Smem& s, int total
         warpgroup_commit_batch();
         warpgroup_wait<kInFlight>();
         if (kb == 2 && kt > 0) release(i - 1);
+        if (kb == 0 && next) fetch(i + 1);
+        if (kb == 0 && next) w4_scale_pairs(s, raw, next_s2);
         if (kb + 1 < kSteps) {
-          w4_finish_step(kt_regs, kb + 1, fA);
-        } else if (kt + 1 < kt_count) {
-          enter(i + 1);
+          w4_finish_step(cur, kb + 1, fA);
+        } else if (next) {
+          w4_code_bits(raw, sel, cur.bits);
+#pragma unroll
+          for (int st = 0; st < 4; ++st)
+            cur.s2[st][0] = next_s2[st][0], cur.s2[st][1] = next_s2[st][1];
+          w4_finish_step(cur, 0, fA);
         }
       }
     }
+    ready = more_tiles;
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     it += kt_count;
