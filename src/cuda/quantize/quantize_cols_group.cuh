@@ -55,10 +55,10 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   __shared__ uint32_t s_scales_t[kRcWarps][kRcUnitCols];
   extern __shared__ int32_t s_offs[];
 
+  // (the CTA's only barriers, inside the staging: warps without work may leave below)
   stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
   int32_t* const s_src = p.src_offsets != nullptr ? s_offs + p.num_groups : nullptr;
   if (s_src != nullptr) stage_clamped_offsets(p.src_offsets, p.num_groups, p.src_rows, s_src);
-  __syncthreads();  // the only CTA barrier: warps without work may leave below
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const ErrorConsts consts = error_consts(p.bound);
