@@ -29,18 +29,6 @@
 
 namespace f46::cuda {
 
-// Band b's rows (virtual padding: s_src; its group's source rows, then zero rows).
-__device__ __forceinline__ RcBand col_group_band(const QuantizeParams& p, const int32_t* s_offs,
-                                                 const int32_t* s_src, int64_t band) {
-  const int64_t row = 16 * band;
-  if (s_src == nullptr) return RcBand{row, 16};  // rows past the last group too (tile kernel)
-  const int g = group_of_row(s_offs, p.num_groups, row);
-  if (g >= p.num_groups) return RcBand{0, 0};
-  const int64_t pad_start = g > 0 ? s_offs[g - 1] : 0, src_start = g > 0 ? s_src[g - 1] : 0;
-  const int64_t within = row - pad_start, left = (s_src[g] - src_start) - within;
-  return RcBand{src_start + within, left <= 0 ? 0 : (left >= 16 ? 16 : static_cast<int>(left))};
-}
-
 // Host: bf16 x with 16-byte aligned rows, p.scope == kGroup, columnwise only, rows % 16 == 0,
 // cols % 64 == 0, codes_t 8-byte aligned with stride % 8 == 0, no SR or RHT; dynamic shared
 // memory: the staged group offsets (and the source offsets after them with virtual padding).
@@ -74,7 +62,10 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   GlobalScale gs{};
   rc_walk(
       p, gw, n_runs, warps, lane, s_unit[warp], s_codes_t[warp], s_scales_t[warp],
-      [&](int64_t b) { return col_group_band(p, s_offs, s_src, b); },
+      [&](int64_t b) {  // without virtual padding every row is x's (past the last group too)
+        return s_src != nullptr ? padded_band_rows(s_offs, s_src, p.num_groups, b)
+                                : BandRows{16 * b, 16};
+      },
       [&](int64_t row0, int) {  // the band's group amax (uniform); the table refilled on change
         const int g = group_of_row(s_offs, p.num_groups, row0);
         const float amax = g < p.num_groups ? amax_t[g] : 0.0f;

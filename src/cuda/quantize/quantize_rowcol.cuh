@@ -29,6 +29,7 @@
 
 #include <cstdint>
 
+#include "cuda/common/group_rows.h"
 #include "cuda/quantize/quantize_lean.cuh"
 
 namespace f46::cuda {
@@ -118,15 +119,9 @@ __device__ __forceinline__ void rc_flush_run(const QuantizeParams& p, const uint
   }
 }
 
-// Where band b's 16 rows come from: rows src .. src + real - 1 of x, then zero rows (virtual
-// padding, quantize_cols_group.cuh); per tensor, rows 16 b .. 16 b + 15.
-struct RcBand {
-  int64_t src = 0;
-  int real = 16;
-};
-
 // A warp's runs: run, run + run_inc, ... below run_end (run u: stack u / ucols, strip u % ucols).
-// Each unit is loaded one ahead into registers (its rows from `band(b)`) and staged in the
+// Each unit is loaded one ahead into registers (its rows from `band(b)`, a BandRows of
+// cuda/common/group_rows.h) and staged in the
 // warp's shared `tile`; then `setup(row0, k)` (after the previous unit's reads, before the tile
 // is written: it may refill tables) returns the functor `block(w, rowwise)` that quantizes the
 // unit's blocks; the rowwise output is stored per unit, the columnwise output gathered in
@@ -141,7 +136,7 @@ __device__ __forceinline__ void rc_walk(const QuantizeParams& p, int64_t run, in
   const uint16_t* xs = static_cast<const uint16_t*>(p.x);
   auto load_unit = [&](int64_t u, int k, uint4(&v)[4]) {
     const int64_t stack = u / ucols;
-    const RcBand b = band(kRowColRun * stack + k);
+    const BandRows b = band(kRowColRun * stack + k);
     const uint16_t* base =
         xs + (b.src + ld_row) * p.x_stride + (u - stack * ucols) * kRcUnitCols + ld_cc * 8;
 #pragma unroll
@@ -234,7 +229,7 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   rc_walk(
       p, gw, n_runs, warps, lane, s_unit[warp], s_codes_t[warp], s_scales_t[warp],
       [](int64_t b) {
-        return RcBand{16 * b, 16};
+        return BandRows{16 * b, 16};
       },
       [&](int64_t, int) {
         return [&](const uint32_t(&w)[8], bool rowwise) {
