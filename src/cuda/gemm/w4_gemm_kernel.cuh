@@ -403,9 +403,7 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1)
     w4_gemm_kernel(const __grid_constant__ W4Args p) {
   using T = W4Traits;
   extern __shared__ char smem_raw[];
-  const uint32_t pad =
-      (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
-  W4Smem& s = *reinterpret_cast<W4Smem*>(smem_raw + pad);
+  W4Smem& s = smem_aligned_1024<W4Smem>(smem_raw);
   const int n_tiles = (p.n + T::kBW - 1) / T::kBW;
   if (threadIdx.x < 256) s.scale2[threadIdx.x] = fp4::e4m3x2_to_bf16x2_scaled(threadIdx.x * 0x101u);
   if (threadIdx.x == 0) {
