@@ -11,6 +11,13 @@ namespace f46::cuda {
 __device__ __forceinline__ uint32_t shared_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
+// The dynamic shared memory `raw` as a T at its first 1024-byte aligned byte (128-byte swizzled
+// operand tiles repeat every 8 rows; the launch adds 1024 bytes of slack). Offset arithmetic on
+// the shared array keeps the accesses in the shared state space (STS/LDS, not generic).
+template <class T>
+__device__ __forceinline__ T& smem_aligned_1024(char* raw) {
+  return *reinterpret_cast<T*>(raw + ((1024u - (shared_addr(raw) & 1023u)) & 1023u));
+}
 __device__ __forceinline__ void cp_async16(uint32_t smem, const void* gmem) {  // shared address
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem) : "memory");
 }

@@ -130,11 +130,7 @@ __global__ void __launch_bounds__(FusedTraits::kThreads, 1) fused_fp4_gemm_kerne
   using T = FusedTraits;
   constexpr int kBM = T::kBM, kBN = T::kBN, kBK = T::kBK;
   extern __shared__ char smem_raw[];
-  // 1024-byte aligned (the 128-byte swizzle repeats every 8 rows); offset arithmetic on the
-  // shared array keeps the accesses in the shared state space (STS/LDS, not generic).
-  const uint32_t pad =
-      (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
-  FusedSmem& s = *reinterpret_cast<FusedSmem*>(smem_raw + pad);
+  FusedSmem& s = smem_aligned_1024<FusedSmem>(smem_raw);
   const int tid = threadIdx.x;
   const int n_tiles = (p.n + kBN - 1) / kBN;
   const int total = fused_schedule(p, s, n_tiles);

@@ -172,8 +172,9 @@ __device__ __forceinline__ void mbar_arrive(const uint64_t* bar) {
   cutlass::arch::ClusterBarrier::arrive(bar);
 }
 
-__device__ __forceinline__ void w4_consumers_sync() {  // named barrier 1: the 256 consumers
-  asm volatile("bar.sync 1, %0;\n" ::"n"(W4Traits::kConsumers) : "memory");
+// Named barriers 1 and 2: the 128 threads of consumer warpgroup `wg`.
+__device__ __forceinline__ void w4_warpgroup_sync(int wg) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
 }
 
 // Four 8x8 bf16 matrices from the MMA fragment layout (register i: row lane / 4, columns
@@ -192,7 +193,9 @@ __device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, const uint32_t 
 // accumulator fragment of the 64 x 256 warpgroup tile: acc(4 j + 2 h + c) holds weight row
 // lane / 4 + 8 h of the warp's 16 and token 8 j + 2 (lane % 4) + c; an n8 block j is thus two
 // 8x8 matrices (h = 0, 1) in the fragment layout stmatrix takes, stored transposed: token 8 j + i
-// gets the 8 weight rows of matrix h as one 16-byte row.
+// gets the 8 weight rows of matrix h as one 16-byte row. Each warpgroup stages and stores its
+// own 64 weight rows (columns of the staging buffer) behind its own barrier, so one warpgroup's
+// epilogue runs while the other one's next mainloop keeps the tensor cores busy.
 template <class Acc>
 __device__ __forceinline__ void w4_store_tile(const W4Args& p, const GroupTile& tile, W4Smem& s,
                                               const Acc& acc) {
@@ -200,14 +203,15 @@ __device__ __forceinline__ void w4_store_tile(const W4Args& p, const GroupTile& 
   using T = W4Traits;
   static_assert(decltype(size(acc))::value == 4 * (T::kBT / 8), "2 x 2 values per n8 block");
   const float alpha = group_alpha_of(p.alpha, tile.g);
+  const int wg = threadIdx.x >> 7, t = threadIdx.x & 127;
   const int lane = threadIdx.x & 31, mat = lane >> 3;
-  const int wcol = (threadIdx.x >> 7) * 64 + ((threadIdx.x >> 5) & 3) * 16 + (mat & 1) * 8;
+  const int wcol = wg * 64 + ((threadIdx.x >> 5) & 3) * 16 + (mat & 1) * 8;
   const uint32_t base = shared_addr(&s.out[((mat >> 1) * 8 + (lane & 7)) * T::kOutPitch + wcol]);
   auto value = [&](int i) { return num::mul(num::mul(acc(i), 128.0f), alpha); };
-  constexpr int kPieces = T::kBW / 8;  // 16-byte pieces per staged row
+  constexpr int kPieces = 64 / 8;  // 16-byte pieces of a warpgroup's staged row
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
-    w4_consumers_sync();  // the previous half's (or tile's) staged rows are stored
+    w4_warpgroup_sync(wg);  // the previous half's (or tile's) staged rows are stored
 #pragma unroll
     for (int jj = 0; jj < T::kOutTokens / 16; ++jj) {  // n8 blocks j, j + 1 of this half
       const int j = half * (T::kOutTokens / 8) + 2 * jj;
@@ -220,9 +224,9 @@ __device__ __forceinline__ void w4_store_tile(const W4Args& p, const GroupTile& 
       }
       stmatrix_x4_trans(base + jj * 16 * T::kOutPitch * 2, r);
     }
-    w4_consumers_sync();
-    for (int idx = threadIdx.x; idx < T::kOutTokens * kPieces; idx += T::kConsumers) {
-      const int tk = idx / kPieces, pc = idx - tk * kPieces;
+    w4_warpgroup_sync(wg);
+    for (int idx = t; idx < T::kOutTokens * kPieces; idx += 128) {
+      const int tk = idx / kPieces, pc = wg * kPieces + (idx - tk * kPieces);
       const int row = tk + half * T::kOutTokens, col = tile.col0 + pc * 8;
       if (row >= tile.rows || col >= p.n) continue;  // n % 8 == 0: a piece is all in or all out
       *reinterpret_cast<uint4*>(p.d + int64_t(tile.row0 + row) * p.ld_d + col) =
@@ -403,9 +407,7 @@ __global__ void __launch_bounds__(W4Traits::kThreads, 1)
     w4_gemm_kernel(const __grid_constant__ W4Args p) {
   using T = W4Traits;
   extern __shared__ char smem_raw[];
-  const uint32_t pad =
-      (1024u - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023u)) & 1023u;
-  W4Smem& s = *reinterpret_cast<W4Smem*>(smem_raw + pad);
+  W4Smem& s = smem_aligned_1024<W4Smem>(smem_raw);
   const int n_tiles = (p.n + T::kBW - 1) / T::kBW;
   if (threadIdx.x < 256) s.scale2[threadIdx.x] = fp4::e4m3x2_to_bf16x2_scaled(threadIdx.x * 0x101u);
   if (threadIdx.x == 0) {

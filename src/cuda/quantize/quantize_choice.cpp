@@ -35,12 +35,20 @@ bool rowcol(const QuantizeCase& c) {
          (!c.rowwise || c.wide_rows);
 }
 
+// 1x16 columnwise only per group (the wgrad operands, virtual padding included): runs of
+// kRowColRun units of 16 x 64, a band's group amax per band.
+bool cols_group(const QuantizeCase& c) {
+  return c.bf16 && !c.tile16 && c.columnwise && !c.rowwise && c.scope == ScopeKind::kGroup &&
+         c.vec_load && c.cols % 64 == 0 && !c.stochastic && !c.rht_rowwise && !c.rht_columnwise;
+}
+
 }  // namespace
 
 QuantizeKernel choose_quantize_kernel(const QuantizeCase& c) {
   if (c.tile16 || c.columnwise) {  // blocks along the rows: the tile kernel's family
     if (quad16(c)) return QuantizeKernel::kQuad16;
     if (rowcol(c)) return QuantizeKernel::kRowCol;
+    if (cols_group(c)) return QuantizeKernel::kColsGroup;
     return QuantizeKernel::kTile;
   }
   if (!lean_rows(c)) return QuantizeKernel::kRows;
@@ -63,6 +71,7 @@ bool quad16_batched(QuantizeKernel k, int64_t experts, bool batch_aligned, int64
 int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c) {
   switch (k) {
     case QuantizeKernel::kRowCol:  // a warp per run
+    case QuantizeKernel::kColsGroup:
       return ceil_div64(c.rows / 16, kRowColRun) * (c.cols / 64);
     case QuantizeKernel::kQuad16:  // a warp per step (columnwise: per run of kQuadRun steps)
       return c.columnwise ? ceil_div64(c.rows / 16, kQuadRun) * ceil_div64(c.cols, kQuadCols)
@@ -79,6 +88,7 @@ int64_t quantize_grid_items(QuantizeKernel k, const QuantizeCase& c) {
 int quantize_items_per_cta(QuantizeKernel k) {
   switch (k) {
     case QuantizeKernel::kRowCol:
+    case QuantizeKernel::kColsGroup:
     case QuantizeKernel::kQuad16:
       return kLeanThreads / 32;
     case QuantizeKernel::kTile:

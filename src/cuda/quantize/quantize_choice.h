@@ -17,6 +17,7 @@ enum class QuantizeKernel : uint8_t {
   kTile,            // quantize_tile_kernel: columnwise and/or 16x16, every dtype, mode, scope
   kQuad16,          // quantize_tile16_quad_kernel: bf16 16x16 per tensor (weights)
   kRowCol,          // quantize_rowcol_lean_kernel: bf16 1x16 rowwise + columnwise per tensor
+  kColsGroup,       // quantize_cols_group_kernel: bf16 1x16 columnwise only, group scope
 };
 
 // What the choice depends on, from the validated arguments (src/quantize.cpp checked them).

@@ -6,6 +6,7 @@
 
 #include "cuda/common/cuda_check.h"
 #include "cuda/common/launch_utils.h"
+#include "cuda/quantize/quantize_cols_group.cuh"
 #include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "cuda/quantize/quantize_quad.cuh"
@@ -29,16 +30,21 @@ unsigned resident_ctas(K kernel, int threads, size_t shared_bytes) {
   return static_cast<unsigned>(sm_count_current() * (per_sm > 0 ? per_sm : 1));
 }
 
+// A persistent launch of `kernel`: grid.x clamped to the CTAs resident at once.
+template <typename K>
+void launch_resident(K kernel, unsigned grid_x, int threads, size_t shared_bytes,
+                     const QuantizeParams& p, cudaStream_t stream, const char* name) {
+  const unsigned max_ctas = resident_ctas(kernel, threads, shared_bytes);
+  kernel<<<dim3(grid_x < max_ctas ? grid_x : max_ctas), threads, shared_bytes, stream>>>(p);
+  F46_CHECK_LAUNCH(name);
+}
+
 template <typename T, QuantMode M>
 void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, Bf16>) {
-    if (l.kernel == QuantizeKernel::kRowsLeanTensor) {
-      const unsigned max_ctas = resident_ctas(quantize_rows_lean_tensor_kernel<M>, kLeanThreads, 0);
-      const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-      quantize_rows_lean_tensor_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
-      F46_CHECK_LAUNCH("quantize_rows_lean_tensor_kernel");
-      return;
-    }
+    if (l.kernel == QuantizeKernel::kRowsLeanTensor)
+      return launch_resident(quantize_rows_lean_tensor_kernel<M>, l.grid.x, kLeanThreads, 0, p,
+                             stream, "quantize_rows_lean_tensor_kernel");
     if constexpr (M != QuantMode::kGradient) {  // 16x16 takes no gradient mode
       if (l.kernel == QuantizeKernel::kQuad16) {
         constexpr int kColCtas = kQuadColMinCtas, kRowCtas = kLeanTensorMinCtas;
@@ -57,37 +63,26 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
         return;
       }
     }
-    if (l.kernel == QuantizeKernel::kRowCol) {
-      const unsigned max_ctas = resident_ctas(quantize_rowcol_lean_kernel<M>, kLeanThreads, 0);
-      const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-      quantize_rowcol_lean_kernel<M><<<grid, kLeanThreads, 0, stream>>>(p);
-      F46_CHECK_LAUNCH("quantize_rowcol_lean_kernel");
-      return;
-    }
-    if (l.kernel == QuantizeKernel::kRowsLean) {
-      const unsigned max_ctas =
-          resident_ctas(quantize_rows_lean_kernel<M>, kLeanThreads, l.shared_bytes);
-      const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-      quantize_rows_lean_kernel<M><<<grid, kLeanThreads, l.shared_bytes, stream>>>(p);
-      F46_CHECK_LAUNCH("quantize_rows_lean_kernel");
-      return;
-    }
+    if (l.kernel == QuantizeKernel::kRowCol)
+      return launch_resident(quantize_rowcol_lean_kernel<M>, l.grid.x, kLeanThreads, 0, p, stream,
+                             "quantize_rowcol_lean_kernel");
+    if (l.kernel == QuantizeKernel::kColsGroup)  // dynamic shared memory: the staged offsets
+      return launch_resident(quantize_cols_group_kernel<M>, l.grid.x, kLeanThreads, l.shared_bytes,
+                             p, stream, "quantize_cols_group_kernel");
+    if (l.kernel == QuantizeKernel::kRowsLean)
+      return launch_resident(quantize_rows_lean_kernel<M>, l.grid.x, kLeanThreads, l.shared_bytes,
+                             p, stream, "quantize_rows_lean_kernel");
   }
   if (l.kernel != QuantizeKernel::kTile) {  // kRows (the bf16-only kernels returned above)
-    const unsigned max_ctas =
-        resident_ctas(quantize_rows_kernel<T, M>, kRowThreads, l.shared_bytes);
-    const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-    quantize_rows_kernel<T, M><<<grid, kRowThreads, l.shared_bytes, stream>>>(p);
-    F46_CHECK_LAUNCH("quantize_rows_kernel");
+    launch_resident(quantize_rows_kernel<T, M>, l.grid.x, kRowThreads, l.shared_bytes, p, stream,
+                    "quantize_rows_kernel");
   } else {
     // Dynamic shared memory: the warps' rings and scale tables, then the group offsets.
     const size_t shared =
         TileLayout<typename T::Storage>::bytes(p.scope == ScopeKind::kTensor) + l.shared_bytes;
     auto kernel = l.tile16 ? quantize_tile_kernel<T, M, true> : quantize_tile_kernel<T, M, false>;
-    const unsigned max_ctas = resident_ctas(kernel, kTileThreads, shared);
-    const dim3 grid(l.grid.x < max_ctas ? l.grid.x : max_ctas);
-    kernel<<<grid, kTileThreads, shared, stream>>>(p);
-    F46_CHECK_LAUNCH(l.tile16 ? "quantize_tile_kernel<16x16>" : "quantize_tile_kernel<1x16>");
+    launch_resident(kernel, l.grid.x, kTileThreads, shared, p, stream,
+                    l.tile16 ? "quantize_tile_kernel<16x16>" : "quantize_tile_kernel<1x16>");
   }
 }
 

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 
+#include "cuda/common/group_rows.h"
 #include "cuda/quantize/quantize_lean.cuh"
 
 namespace f46::cuda {
@@ -119,25 +120,30 @@ __device__ __forceinline__ void rc_flush_run(const QuantizeParams& p, const uint
 }
 
 // A warp's runs: run, run + run_inc, ... below run_end (run u: stack u / ucols, strip u % ucols).
-// Each unit is loaded one ahead into registers and staged in the warp's shared `tile`; then
-// `setup(row0, k)` (after the previous unit's reads, before the tile is written: it may refill
-// tables) returns the functor `block(w, rowwise)` that quantizes the unit's blocks; the rowwise
-// output is stored per unit, the columnwise output gathered in (ct, st) and stored per run.
-template <typename Setup>
+// Each unit is loaded one ahead into registers (its rows from `band(b)`, a BandRows of
+// cuda/common/group_rows.h) and staged in the
+// warp's shared `tile`; then `setup(row0, k)` (after the previous unit's reads, before the tile
+// is written: it may refill tables) returns the functor `block(w, rowwise)` that quantizes the
+// unit's blocks; the rowwise output is stored per unit, the columnwise output gathered in
+// (ct, st) and stored per run.
+template <typename Band, typename Setup>
 __device__ __forceinline__ void rc_walk(const QuantizeParams& p, int64_t run, int64_t run_end,
                                         int64_t run_inc, int lane, uint8_t* tile, uint2* ct,
-                                        uint32_t* st, Setup setup) {
+                                        uint32_t* st, Band band, Setup setup) {
   const int64_t bands = p.rows / 16, ucols = p.cols / kRcUnitCols;
   // Lane's four chunks of a unit: chunk lane + 32 m is row lane / 8 + 4 m, 16-byte column lane % 8.
   const int ld_row = lane / 8, ld_cc = lane % 8;
   const uint16_t* xs = static_cast<const uint16_t*>(p.x);
   auto load_unit = [&](int64_t u, int k, uint4(&v)[4]) {
-    const int64_t stack = u / ucols, row0 = (kRowColRun * stack + k) * 16;
+    const int64_t stack = u / ucols;
+    const BandRows b = band(kRowColRun * stack + k);
     const uint16_t* base =
-        xs + (row0 + ld_row) * p.x_stride + (u - stack * ucols) * kRcUnitCols + ld_cc * 8;
+        xs + (b.src + ld_row) * p.x_stride + (u - stack * ucols) * kRcUnitCols + ld_cc * 8;
 #pragma unroll
     for (int m = 0; m < 4; ++m)
-      v[m] = load_x16(reinterpret_cast<const uint4*>(base + 4 * m * p.x_stride));
+      v[m] = ld_row + 4 * m < b.real
+                 ? load_x16(reinterpret_cast<const uint4*>(base + 4 * m * p.x_stride))
+                 : make_uint4(0u, 0u, 0u, 0u);
   };
   const bool codes_t_wide =
       (reinterpret_cast<uintptr_t>(p.codes_t) & 15u) == 0 && p.codes_t_stride % 16 == 0;
@@ -220,12 +226,16 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
   const int64_t warps = int64_t{gridDim.x} * kRcWarps;  // the warps take the runs round robin
   const int64_t gw = int64_t{blockIdx.x} * kRcWarps + warp;
   if (gw >= n_runs) return;
-  rc_walk(p, gw, n_runs, warps, lane, s_unit[warp], s_codes_t[warp], s_scales_t[warp],
-          [&](int64_t, int) {
-            return [&](const uint32_t(&w)[8], bool rowwise) {
-              return lean_block<M>(w, rowwise ? tab_r : tab_c, rowwise ? gr : gc, consts);
-            };
-          });
+  rc_walk(
+      p, gw, n_runs, warps, lane, s_unit[warp], s_codes_t[warp], s_scales_t[warp],
+      [](int64_t b) {
+        return BandRows{16 * b, 16};
+      },
+      [&](int64_t, int) {
+        return [&](const uint32_t(&w)[8], bool rowwise) {
+          return lean_block<M>(w, rowwise ? tab_r : tab_c, rowwise ? gr : gc, consts);
+        };
+      });
 }
 
 }  // namespace f46::cuda

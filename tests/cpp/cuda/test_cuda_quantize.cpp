@@ -240,6 +240,40 @@ TEST(CudaQuantizeLarge, RowColWide) {
   }
 }
 
+// Columnwise only, group scope, bf16, 64-column units (quantize_cols_group_kernel, the wgrad
+// operands): uneven groups (bands of 16 rows that do not align with the 64-row runs), an empty
+// group, rows past the last offset (amax 0), a NaN group, a columnwise amax of its own per group,
+// contiguous and padded rows of x, the 4/6 rules and the gradient mode rounded to nearest.
+TEST(CudaQuantizeLarge, ColumnwiseOnlyGroupWide) {
+  F46_SKIP_WITHOUT_CUDA();
+  std::vector<Mode> modes;
+  for (Rule r : {Rule::kMAE, Rule::kMSE, Rule::kAll6, Rule::kAbsMax}) {
+    QuantizeConfig c = base(r, r == Rule::kMSE ? 448.0f : 256.0f, Block::k1x16, true);
+    c.rowwise = false;
+    modes.push_back({"colonly_group rule " + std::to_string(static_cast<int>(r)), c});
+  }
+  modes.push_back({"colonly_group grad_rne", gradient(false, false)});
+  modes.back().cfg.rowwise = false;
+  for (int64_t stride : {1088, 1096}) {
+    std::vector<float> v = random_values(1040 * 1088, 23, Dist::kStudentT, 3.0f, DType::kBFloat16);
+    v[300 * 1088 + 77] = std::numeric_limits<float>::quiet_NaN();  // group 3: rows 176..495
+    const HostTensor x = make_matrix(DType::kBFloat16, 1040, 1088, v, stride);
+    AmaxSpec a;
+    a.scope = AmaxScope::kGroup;
+    a.offsets = {0, 176, 176, 496, 1008};
+    a.amax = amax_host(x, AmaxScope::kGroup, a.offsets);
+    for (const Mode& mode : modes) {
+      const std::string what = mode.name + " stride " + std::to_string(stride);
+      a.amax_columnwise.clear();
+      expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
+                            mode.cfg, what);
+      for (float f : a.amax) a.amax_columnwise.push_back(f * 1.5f);
+      expect_same_quantized(quantize_host(x, a, mode.cfg), quantize_device(x, a, mode.cfg),
+                            mode.cfg, what + " own amax_t");
+    }
+  }
+}
+
 // 16x16 rowwise in bf16 on a wide tensor (written for a lean 16x16 lab kernel, docs/design.md):
 // contiguous and padded rows of x, every rule, and group scope with uneven and empty groups,
 // rows past the last offset and a NaN group.

@@ -77,12 +77,43 @@ TEST(CudaQuantizeVirtualPad, EqualsThePaddedCopyOnTheCpu) {
       }
 }
 
+// The bf16 64-column cases go to quantize_cols_group_kernel (round to nearest): its band
+// mapping (one group search per 16 padded rows: source rows, then the group's zero rows) against
+// the padded copy on the CPU, for 4/6 MAE and the gradient mode rounded to nearest, with groups
+// of every size class, empty groups and rows past the last group.
+TEST(CudaQuantizeVirtualPad, ColumnwiseGroupKernelEqualsThePaddedCopy) {
+  F46_SKIP_WITHOUT_CUDA();
+  QuantizeConfig rne = virtual_pad_config(true);
+  rne.rounding = Rounding::kNearestEven;
+  const std::vector<std::pair<std::string, QuantizeConfig>> cfgs = {
+      {"mae", virtual_pad_config(false)}, {"gradient rne", rne}};
+  const std::vector<std::pair<int64_t, std::vector<int32_t>>> cases = {
+      {64, {16, 16}},
+      {128, {13, 0, 30, 9}},
+      {192, {1, 77, 0, 0, 150, 3}},
+      {1024, {300, 1000, 724}},
+      {64, {40, 9, 0, 31, 65, 2, 17}}};
+  for (const auto& [name, cfg] : cfgs)
+    for (const auto& [c, sizes] : cases) {
+      const VirtualPadCase v = virtual_pad_case(DType::kBFloat16, c, sizes, 7, 5 + c);
+      const Quantized want =
+          quantize_host(v.padded, AmaxSpec{AmaxScope::kGroup, v.amax, v.poffs, {}}, cfg);
+      const DeviceVirtualPad got(v.x, v.amax, v.poffs, v.offs, v.padded.size(0), cfg);
+      const std::string what = name + " " + std::to_string(v.x.size(0)) + "x" + std::to_string(c);
+      EXPECT_EQ(first_byte_diff(got.codes_t, want.codes_t), -1) << "codes_t " << what;
+      EXPECT_EQ(first_byte_diff(got.scales_t, want.scales_t), -1) << "scales_t " << what;
+    }
+}
+
 TEST(CudaQuantizeVirtualPad, InvalidOffsetsStayInBounds) {
   F46_SKIP_WITHOUT_CUDA();
   const HostTensor x = random_matrix(DType::kBFloat16, 40, 64, 3);
   const int64_t p = padded_rows(40, 2, 16);  // 80
   const std::vector<std::pair<std::vector<int32_t>, std::vector<int32_t>>> bad = {
-      {{30, 10}, {32, 48}}, {{5, 1 << 30}, {16, 1 << 30}}, {{-7, 40}, {-16, 48}}, {{40, 40}, {80, 16}}};
+      {{30, 10}, {32, 48}},
+      {{5, 1 << 30}, {16, 1 << 30}},
+      {{-7, 40}, {-16, 48}},
+      {{40, 40}, {80, 16}}};
   for (const auto& [offs, poffs] : bad) {
     const DeviceVirtualPad got(x, {1.0f, 2.0f}, poffs, offs, p, virtual_pad_config(false));
     EXPECT_EQ(got.codes_t.size(1), p / 2);  // ran to completion; memcheck checks the accesses

@@ -97,8 +97,24 @@ TEST(QuantizeChoice, ColumnwiseOneBySixteen) {
   c = lean_case();
   c.columnwise = true;
   c.rowwise = false;
-  c.scope = ScopeKind::kGroup;  // the virtually padded wgrad operands
-  EXPECT_EQ(choose_quantize_kernel(c), K::kTile);
+  c.scope = ScopeKind::kGroup;  // the (virtually padded) wgrad operands
+  c.num_groups = 128;
+  EXPECT_EQ(choose_quantize_kernel(c), K::kColsGroup);
+  c.mode = QuantMode::kGradient;
+  EXPECT_EQ(choose_quantize_kernel(c), K::kColsGroup);
+  for (int reason = 0; reason < 7; ++reason) {  // each requirement of the group kernel
+    QuantizeCase d = c;
+    const char* what[] = {"fp32",      "stochastic",  "rht",  "unaligned",
+                          "cols % 64", "rowwise too", "16x16"};
+    if (reason == 0) d.bf16 = false;
+    if (reason == 1) d.stochastic = true;
+    if (reason == 2) d.rht_columnwise = true;
+    if (reason == 3) d.vec_load = false;
+    if (reason == 4) d.cols = 1040;
+    if (reason == 5) d.rowwise = true;
+    if (reason == 6) d.tile16 = true;
+    EXPECT_EQ(choose_quantize_kernel(d), K::kTile) << what[reason];
+  }
 }
 
 // Every combination of the classes: the chosen kernel is one whose requirements hold, and
@@ -134,7 +150,9 @@ TEST(QuantizeChoice, EveryCaseMeetsItsKernelsRequirements) {
           const std::string what = "kernel " + std::to_string(static_cast<int>(k)) + " bits " +
                                    std::to_string(bits) + " out " + std::to_string(out);
           const bool along_rows = c.columnwise || c.tile16;
-          EXPECT_EQ(along_rows, k == K::kTile || k == K::kQuad16 || k == K::kRowCol) << what;
+          EXPECT_EQ(along_rows,
+                    k == K::kTile || k == K::kQuad16 || k == K::kRowCol || k == K::kColsGroup)
+              << what;
           if (k != K::kRows && k != K::kTile) {  // the bf16 kernels, per tensor or large groups
             EXPECT_TRUE(c.bf16 && c.vec_load && !c.stochastic && !c.rht_rowwise) << what;
             EXPECT_NE(scope, ScopeKind::kRow) << what;
@@ -147,11 +165,15 @@ TEST(QuantizeChoice, EveryCaseMeetsItsKernelsRequirements) {
             EXPECT_TRUE(!c.tile16 && scope == ScopeKind::kTensor && c.cols % 64 == 0 &&
                         !c.rht_columnwise && (!c.rowwise || c.wide_rows))
                 << what;
+          if (k == K::kColsGroup)
+            EXPECT_TRUE(!c.tile16 && !c.rowwise && scope == ScopeKind::kGroup && c.cols % 64 == 0 &&
+                        !c.rht_columnwise)
+                << what;
           if (k == K::kRowsLeanTensor || k == K::kRowsLean)
             EXPECT_TRUE(c.packed_x && c.packed_rowwise) << what;
           if (k == K::kRowsLeanTensor) EXPECT_EQ(scope, ScopeKind::kTensor) << what;
         }
-  EXPECT_EQ(reached.size(), 6u);
+  EXPECT_EQ(reached.size(), 7u);
 }
 
 TEST(QuantizeChoice, TileBandPairsOnlyWithoutA46DecisionAndWithWordStores) {
