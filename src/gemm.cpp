@@ -78,10 +78,11 @@ void check_out_alias(const TensorView& out, const QuantizedOperand& a, const Qua
   for (const auto& [v, name] : others) check::no_alias(out, "out", *v, name);
 }
 
-void check_out(const TensorView& out, std::initializer_list<int64_t> shape) {
-  check::dtype_in(out, "out", {DType::kBFloat16, DType::kFloat32});
-  check::shape(out, "out", shape);
-  check::contiguous(out, "out");
+void check_out(const TensorView& out, std::initializer_list<int64_t> shape,
+               const char* name = "out") {
+  check::dtype_in(out, name, {DType::kBFloat16, DType::kFloat32});
+  check::shape(out, name, shape);
+  check::contiguous(out, name);
 }
 
 void check_offsets(const TensorView& offs, const char* name) {
@@ -129,27 +130,87 @@ void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView
     cuda::gemm(a, b, bias, out, ctx);
 }
 
-void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
-                    const TensorView& bias, TensorView& out, const Context& ctx) {
+namespace {
+
+// grouped_gemm_m's checks; returns M (the rows of a).
+// bn, on: the names of b and out in the call (the pair's b1 / b2, out1 / out2).
+int64_t check_grouped_m(const QuantizedOperand& a, const QuantizedOperand& b,
+                        const TensorView& offs, const TensorView& bias, const TensorView& out,
+                        const char* fn, const char* bn = "b", const char* on = "out") {
   const int64_t k = check_codes_scales(a, "a", 2);
-  const int64_t kb = check_codes_scales(b, "b", 3);
-  F46_CHECK(kb == k, "b.codes has K = ", kb, " but a.codes has K = ", k,
-            " (a (M, K/2) = ", a.codes.describe(), ", b (E, N, K/2) = ", b.codes.describe(), ")");
+  const int64_t kb = check_codes_scales(b, bn, 3);
+  F46_CHECK(kb == k, fn, ": ", bn, ".codes has K = ", kb, " but a.codes has K = ", k,
+            " (a (M, K/2) = ", a.codes.describe(), ", ", bn, " (E, N, K/2) = ", b.codes.describe(),
+            ")");
   check_offsets(offs, "offs");
   const int64_t m = a.codes.size(0), e = b.codes.size(0), n = b.codes.size(1);
-  F46_CHECK(offs.size(0) == e, "offs has ", offs.size(0), " groups but b.codes has E = ", e,
-            " experts");
-  check_amax(a, "a", "grouped_gemm_m", {AmaxScope::kTensor, AmaxScope::kRow, AmaxScope::kGroup}, m,
-             e);
-  check_amax(b, "b", "grouped_gemm_m", {AmaxScope::kTensor, AmaxScope::kGroup}, n, e);
+  F46_CHECK(offs.size(0) == e, fn, ": offs has ", offs.size(0), " groups but ", bn,
+            ".codes has E = ", e, " experts");
+  check_amax(a, "a", fn, {AmaxScope::kTensor, AmaxScope::kRow, AmaxScope::kGroup}, m, e);
+  check_amax(b, bn, fn, {AmaxScope::kTensor, AmaxScope::kGroup}, n, e);
   if (bias.defined()) {
     check::dtype_in(bias, "bias", {DType::kFloat32, DType::kBFloat16});
     check::shape(bias, "bias", {e, n});
     check::contiguous(bias, "bias");
   }
-  check_out(out, {m, n});
-  check_devices(a, b, {{&offs, "offs"}, {&bias, "bias"}, {&out, "out"}});
+  check_out(out, {m, n}, on);
+  check_devices(a, b, {{&offs, "offs"}, {&bias, "bias"}, {&out, on}});
   check_out_alias(out, a, b, {{&offs, "offs"}, {&bias, "bias"}});
+  return m;
+}
+
+// grouped_gemm_k's checks; returns T (the tokens).
+// an, on: the names of a and out in the call (the pair's a1 / a2, out1 / out2).
+int64_t check_grouped_k(const QuantizedOperand& a, const QuantizedOperand& b,
+                        const TensorView& offs, const TensorView& out, const char* fn,
+                        const char* an = "a", const char* on = "out") {
+  const int64_t t = check_codes_scales(a, an, 2);
+  const int64_t tb = check_codes_scales(b, "b", 2);
+  F46_CHECK(tb == t, fn, ": b.codes has T = ", tb, " tokens but ", an, ".codes has T = ", t, " (",
+            an, " (N, T/2) = ", a.codes.describe(), ", b (K, T/2) = ", b.codes.describe(), ")");
+  check_offsets(offs, "offs");
+  const int64_t n = a.codes.size(0), k = b.codes.size(0), e = offs.size(0);
+  check_amax(a, an, fn, {AmaxScope::kTensor, AmaxScope::kGroup}, n, e);
+  check_amax(b, "b", fn, {AmaxScope::kTensor, AmaxScope::kGroup}, k, e);
+  check_out(out, {e, n, k}, on);
+  check_devices(a, b, {{&offs, "offs"}, {&out, on}});
+  check_out_alias(out, a, b, {{&offs, "offs"}});
+  return t;
+}
+
+// The CPU's K-grouped offsets: multiples of 16 (the CUDA backend reads them on the device).
+void check_offsets_k_host(const TensorView& offs, int64_t t) {
+  check::offsets_host(offs, "offs", t);
+  const int32_t* p = offs.ptr<int32_t>();
+  for (int64_t g = 0; g < offs.size(0); ++g)
+    F46_CHECK(p[g] % 16 == 0, "offs[", g, "] = ", p[g],
+              " must be a multiple of 16 (quantization blocks must not straddle token groups)");
+}
+
+// The pairs: the second operand of one shape with the first, the two outputs apart.
+void check_pair(const QuantizedOperand& x1, const QuantizedOperand& x2, const char* name1,
+                const char* name2, const TensorView& out1, const TensorView& out2, const char* fn) {
+  F46_CHECK(x1.codes.ndim == x2.codes.ndim, fn, ": ", name1, ".codes ", x1.codes.describe(),
+            " and ", name2, ".codes ", x2.codes.describe(), " must have one shape");
+  for (int d = 0; d < x1.codes.ndim; ++d)
+    F46_CHECK(x1.codes.size(d) == x2.codes.size(d), fn, ": ", name1, ".codes ", x1.codes.describe(),
+              " and ", name2, ".codes ", x2.codes.describe(), " must have one shape");
+  check::no_alias(out1, "out1", out2, "out2");
+  for (const QuantizedOperand* x : {&x1, &x2}) {  // neither output overlaps the other's inputs
+    check::no_alias(out1, "out1", x->codes, "an operand's codes");
+    check::no_alias(out2, "out2", x->codes, "an operand's codes");
+    check::no_alias(out1, "out1", x->scales, "an operand's scales");
+    check::no_alias(out2, "out2", x->scales, "an operand's scales");
+    check::no_alias(out1, "out1", x->amax, "an operand's amax");
+    check::no_alias(out2, "out2", x->amax, "an operand's amax");
+  }
+}
+
+}  // namespace
+
+void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
+                    const TensorView& bias, TensorView& out, const Context& ctx) {
+  const int64_t m = check_grouped_m(a, b, offs, bias, out, "grouped_gemm_m");
   check_tuning(ctx.gemm);
   if (on_cpu(out)) {
     check::offsets_host(offs, "offs", m);
@@ -159,29 +220,49 @@ void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const 
   }
 }
 
+void grouped_gemm_m_pair(const QuantizedOperand& a, const QuantizedOperand& b1,
+                         const QuantizedOperand& b2, const TensorView& offs, TensorView& out1,
+                         TensorView& out2, const Context& ctx) {
+  const char* fn = "grouped_gemm_m_pair";
+  const int64_t m = check_grouped_m(a, b1, offs, TensorView{}, out1, fn, "b1", "out1");
+  check_grouped_m(a, b2, offs, TensorView{}, out2, fn, "b2", "out2");
+  check_pair(b1, b2, "b1", "b2", out1, out2, fn);
+  check_tuning(ctx.gemm);
+  if (on_cpu(out1)) {
+    check::offsets_host(offs, "offs", m);
+    cpu::grouped_gemm_m(a, b1, offs, TensorView{}, out1, ctx);
+    cpu::grouped_gemm_m(a, b2, offs, TensorView{}, out2, ctx);
+  } else {
+    cuda::grouped_gemm_m_pair(a, b1, b2, offs, out1, out2, ctx);
+  }
+}
+
 void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
                     TensorView& out, const Context& ctx) {
-  const int64_t t = check_codes_scales(a, "a", 2);
-  const int64_t tb = check_codes_scales(b, "b", 2);
-  F46_CHECK(tb == t, "b.codes has T = ", tb, " tokens but a.codes has T = ", t,
-            " (a (N, T/2) = ", a.codes.describe(), ", b (K, T/2) = ", b.codes.describe(), ")");
-  check_offsets(offs, "offs");
-  const int64_t n = a.codes.size(0), k = b.codes.size(0), e = offs.size(0);
-  check_amax(a, "a", "grouped_gemm_k", {AmaxScope::kTensor, AmaxScope::kGroup}, n, e);
-  check_amax(b, "b", "grouped_gemm_k", {AmaxScope::kTensor, AmaxScope::kGroup}, k, e);
-  check_out(out, {e, n, k});
-  check_devices(a, b, {{&offs, "offs"}, {&out, "out"}});
-  check_out_alias(out, a, b, {{&offs, "offs"}});
+  const int64_t t = check_grouped_k(a, b, offs, out, "grouped_gemm_k");
   check_tuning(ctx.gemm);
   if (on_cpu(out)) {
-    check::offsets_host(offs, "offs", t);
-    const int32_t* p = offs.ptr<int32_t>();
-    for (int64_t g = 0; g < e; ++g)
-      F46_CHECK(p[g] % 16 == 0, "offs[", g, "] = ", p[g],
-                " must be a multiple of 16 (quantization blocks must not straddle token groups)");
+    check_offsets_k_host(offs, t);
     cpu::grouped_gemm_k(a, b, offs, out, ctx);
   } else {
     cuda::grouped_gemm_k(a, b, offs, out, ctx);
+  }
+}
+
+void grouped_gemm_k_pair(const QuantizedOperand& a1, const QuantizedOperand& a2,
+                         const QuantizedOperand& b, const TensorView& offs, TensorView& out1,
+                         TensorView& out2, const Context& ctx) {
+  const char* fn = "grouped_gemm_k_pair";
+  const int64_t t = check_grouped_k(a1, b, offs, out1, fn, "a1", "out1");
+  check_grouped_k(a2, b, offs, out2, fn, "a2", "out2");
+  check_pair(a1, a2, "a1", "a2", out1, out2, fn);
+  check_tuning(ctx.gemm);
+  if (on_cpu(out1)) {
+    check_offsets_k_host(offs, t);
+    cpu::grouped_gemm_k(a1, b, offs, out1, ctx);
+    cpu::grouped_gemm_k(a2, b, offs, out2, ctx);
+  } else {
+    cuda::grouped_gemm_k_pair(a1, a2, b, offs, out1, out2, ctx);
   }
 }
 

@@ -402,6 +402,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> swiglu_backward_op(
   return {da, db, ma, mb};
 }
 
+}  // namespace f46::torch_ext
+
+#include "ops_pair.h"  // the pair GEMMs (they use the helpers above)
+
+namespace f46::torch_ext {
+
 // m.impl(...) of every op for one dispatch key.
 #define F46_TORCH_IMPL_ALL(m, Env)                                                      \
   do {                                                                                  \
@@ -412,6 +418,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> swiglu_backward_op(
     m.impl("gemm", &::f46::torch_ext::gemm_op<Env>);                                    \
     m.impl("grouped_gemm_m", &::f46::torch_ext::grouped_gemm_m_op<Env>);                \
     m.impl("grouped_gemm_k", &::f46::torch_ext::grouped_gemm_k_op<Env>);                \
+    m.impl("grouped_gemm_m_pair", &::f46::torch_ext::grouped_gemm_m_pair_op<Env>);      \
+    m.impl("grouped_gemm_k_pair", &::f46::torch_ext::grouped_gemm_k_pair_op<Env>);      \
     m.impl("pad_token_groups", &::f46::torch_ext::pad_token_groups_op<Env>);            \
     m.impl("unpad_token_groups", &::f46::torch_ext::unpad_token_groups_op<Env>);        \
     m.impl("zero_rows_past_groups_", &::f46::torch_ext::zero_rows_past_groups_op<Env>); \

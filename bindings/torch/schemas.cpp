@@ -29,6 +29,18 @@ TORCH_LIBRARY(f46, m) {
       "float a_bound, Tensor b_codes, Tensor b_scales, Tensor b_amax, str b_scope, "
       "float b_bound, Tensor offs, ScalarType out_dtype, "
       "str plan=\"auto\", int max_swizzle=0, str raster=\"m\") -> Tensor");
+  m.def(
+      "grouped_gemm_m_pair(Tensor a_codes, Tensor a_scales, Tensor a_amax, str a_scope, "
+      "float a_bound, Tensor b1_codes, Tensor b1_scales, Tensor b1_amax, Tensor b2_codes, "
+      "Tensor b2_scales, Tensor b2_amax, str b_scope, float b_bound, Tensor offs, "
+      "ScalarType out_dtype, str plan=\"auto\", int max_swizzle=0, str raster=\"m\") -> "
+      "(Tensor, Tensor)");
+  m.def(
+      "grouped_gemm_k_pair(Tensor a1_codes, Tensor a1_scales, Tensor a1_amax, Tensor a2_codes, "
+      "Tensor a2_scales, Tensor a2_amax, str a_scope, float a_bound, Tensor b_codes, "
+      "Tensor b_scales, Tensor b_amax, str b_scope, float b_bound, Tensor offs, "
+      "ScalarType out_dtype, str plan=\"auto\", int max_swizzle=0, str raster=\"m\") -> "
+      "(Tensor, Tensor)");
   m.def("pad_token_groups(Tensor x, Tensor offs, int alignment) -> (Tensor, Tensor)");
   m.def("unpad_token_groups(Tensor y, Tensor offs, Tensor padded_offs, int num_rows) -> Tensor");
   m.def("zero_rows_past_groups_(Tensor(a!) x, Tensor offs) -> ()");

@@ -39,11 +39,26 @@ void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const 
 void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
                     TensorView& out, const Context& ctx = {});
 
+// Two M-grouped GEMMs of one A (an MoE layer's gate and up projections): out1 and out2 are
+// grouped_gemm_m(a, b1, offs, {}, out1) and grouped_gemm_m(a, b2, offs, {}, out2), bitwise; b1
+// and b2 of one shape. On CUDA, A's BF16 operand copy (plans (a) and (c)) is made once.
+void grouped_gemm_m_pair(const QuantizedOperand& a, const QuantizedOperand& b1,
+                         const QuantizedOperand& b2, const TensorView& offs, TensorView& out1,
+                         TensorView& out2, const Context& ctx = {});
+
+// Two K-grouped GEMMs of one B (the wgrads of gate and up, both against X): out1 and out2 are
+// grouped_gemm_k(a1, b, offs, out1) and grouped_gemm_k(a2, b, offs, out2), bitwise; a1 and a2
+// of one shape. On CUDA, B's BF16 operand copy is made once.
+void grouped_gemm_k_pair(const QuantizedOperand& a1, const QuantizedOperand& a2,
+                         const QuantizedOperand& b, const TensorView& offs, TensorView& out1,
+                         TensorView& out2, const Context& ctx = {});
+
 // ---- Device scratch of the CUDA backend ------------------------------------------------------
 // Bytes of device workspace one CUDA GEMM call uses (dequantized BF16 operands, the FP32
 // product, per-group metadata and the CUTLASS workspace). Pass at least this much, 256-byte
 // aligned, as Context::workspace to avoid a stream-ordered allocation per call; the CPU
-// backend needs none. Sizes as in the calls above (n: columns of out; e: groups).
+// backend needs none. Sizes as in the calls above (n: columns of out; e: groups); a pair call
+// needs what one of its two GEMMs needs.
 namespace detail {
 inline int64_t gemm_ws_round(int64_t bytes) { return (bytes + 255) / 256 * 256; }
 inline int64_t gemm_ws_bytes(int64_t a_elems, int64_t b_elems, int64_t d_elems, int64_t e) {
@@ -53,8 +68,8 @@ inline int64_t gemm_ws_bytes(int64_t a_elems, int64_t b_elems, int64_t d_elems, 
 inline int64_t gemm_ws_pad8(int64_t n) { return (n + 7) / 8 * 8; }
 }  // namespace detail
 inline int64_t grouped_gemm_m_workspace_bytes(int64_t m, int64_t n, int64_t k, int64_t e) {
-  return detail::gemm_ws_bytes(m * k, e * detail::gemm_ws_pad8(n) * k,
-                               m * detail::gemm_ws_pad8(n), e);
+  return detail::gemm_ws_bytes(m * k, e * detail::gemm_ws_pad8(n) * k, m * detail::gemm_ws_pad8(n),
+                               e);
 }
 inline int64_t gemm_workspace_bytes(int64_t m, int64_t n, int64_t k) {
   return grouped_gemm_m_workspace_bytes(m, n, k, 1);

@@ -324,6 +324,33 @@ def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recip
     return _cast(y, dtype)
 
 
+def _grouped_gemm_pair(ac, as_, a_amax, scope, qw1, qw3, offs, recipe, dtype):
+    """_grouped_gemm of one A against two weights of one shape and bound, bitwise, A's operand
+    copy made once (ops.grouped_gemm_m_pair)."""
+    if qw1.scale_bound != qw3.scale_bound:
+        y1 = _grouped_gemm(ac, as_, a_amax, scope, qw1, offs, None, recipe, dtype)
+        return y1, _grouped_gemm(ac, as_, a_amax, scope, qw3, offs, None, recipe, dtype)
+    y1, y3 = ops.grouped_gemm_m_pair(
+        ac,
+        as_,
+        a_amax,
+        qw1.codes,
+        qw1.scales,
+        qw1.amax,
+        qw3.codes,
+        qw3.scales,
+        qw3.amax,
+        offs,
+        a_scope=scope,
+        b_scope="group",
+        a_bound=recipe.scale_bound,
+        b_bound=qw1.scale_bound,
+        plan=recipe.gemm_plan,
+        out_dtype=gemm_out_dtype(dtype),
+    )  # (M, N) each; rows past offs[E-1] are zero
+    return _cast(y1, dtype), _cast(y3, dtype)
+
+
 def _token_groups16(x, offs, recipe):
     """x's token groups padded to 16 rows (N12) for a columnwise quantization: (operand, padded
     offsets, source offsets). Without the RHT the padding stays virtual (the quantizer reads x's
@@ -391,57 +418,64 @@ def _grouped_backward_quantized(
     """Standard NVFP4 gradients (N4) of an M-grouped GEMM: dA = dY x W columnwise, dB = dY
     columnwise x X columnwise. xt = _x_columnwise's tuple, wt = (codes_t, scales_t, amax);
     g_amax: dY's per-group amax when the caller has it."""
-    xct, xst, amax_t, poffs = xt
-    wct, wst, w_amax = wt
-    da = db = None
     if g_amax is None:
         g_amax = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
-    if need_da:
-        gc, gs, _, _ = quantize_gradient(dy, g_amax, recipe, sr_offset, scope="group", offsets=offs)
-        da = ops.grouped_gemm_m(
-            gc,
-            gs,
-            g_amax,
-            wct,
-            wst,
-            w_amax,
-            offs,
-            a_scope="group",
-            b_scope="group",
-            **recipe.gradient_gemm_kwargs(),
-            out_dtype=gemm_out_dtype(dtypes[0]),
-        ).to(dtypes[0])  # (M, K)
+    da = _dgrad_quantized(dy, g_amax, wt, offs, recipe, sr_offset, dtypes[0]) if need_da else None
+    db = None
     if need_db:
-        dy16, _, src = _token_groups16(dy, offs, recipe)  # same padded offsets as xt's
-        g_amax_t = g_amax
-        if recipe.wgrad_rht:
-            g_amax_t = ops.amax(dy16, scope="group", offsets=poffs, rht_columns=True)
-        _, _, gct, gst = quantize_gradient(
-            dy16,
-            g_amax,
-            recipe,
-            sr_offset,
-            scope="group",
-            offsets=poffs,
-            rowwise=False,
-            columnwise=True,
-            amax_columnwise=g_amax_t,
-            source_offsets=src,
-        )  # (N, P/2)
-        db = ops.grouped_gemm_k(
-            gct,
-            gst,
-            g_amax_t,
-            xct,
-            xst,
-            amax_t,
-            poffs,
-            a_scope="group",
-            b_scope="group",
-            **recipe.gradient_gemm_kwargs(),
-            out_dtype=gemm_out_dtype(dtypes[1]),
-        ).to(dtypes[1])  # (E, N, K)
+        gt = _dy_columnwise(dy, g_amax, offs, xt[3], recipe, sr_offset)
+        db = ops.grouped_gemm_k(*gt, *xt[:3], xt[3], **_wgrad_kwargs(recipe, dtypes[1]))
+        db = db.to(dtypes[1])  # (E, N, K)
     return da, db
+
+
+def _dgrad_quantized(dy, g_amax, wt, offs, recipe, sr_offset, dtype):
+    """dA = dY x W columnwise (M-grouped, N4): dY quantized rowwise per group; wt = (codes_t,
+    scales_t, amax) of W."""
+    gc, gs, _, _ = quantize_gradient(dy, g_amax, recipe, sr_offset, scope="group", offsets=offs)
+    return ops.grouped_gemm_m(
+        gc,
+        gs,
+        g_amax,
+        *wt,
+        offs,
+        a_scope="group",
+        b_scope="group",
+        **recipe.gradient_gemm_kwargs(),
+        out_dtype=gemm_out_dtype(dtype),
+    ).to(dtype)  # (M, K)
+
+
+def _dy_columnwise(dy, g_amax, offs, poffs, recipe, sr_offset):
+    """dY columnwise for the K-grouped wgrad, token groups padded to 16 (N12) as X's (poffs):
+    (codes_t (N, P/2), scales_t (N, P/16), amax_t)."""
+    dy16, _, src = _token_groups16(dy, offs, recipe)  # same padded offsets as xt's
+    g_amax_t = g_amax
+    if recipe.wgrad_rht:
+        g_amax_t = ops.amax(dy16, scope="group", offsets=poffs, rht_columns=True)
+    _, _, gct, gst = quantize_gradient(
+        dy16,
+        g_amax,
+        recipe,
+        sr_offset,
+        scope="group",
+        offsets=poffs,
+        rowwise=False,
+        columnwise=True,
+        amax_columnwise=g_amax_t,
+        source_offsets=src,
+    )  # (N, P/2)
+    return gct, gst, g_amax_t
+
+
+def _wgrad_kwargs(recipe, dtype) -> dict:
+    """ops.grouped_gemm_k's keyword arguments for a wgrad (both operands per group)."""
+    return dict(
+        a_scope="group",
+        b_scope="group",
+        **recipe.gradient_gemm_kwargs(),
+        out_dtype=gemm_out_dtype(dtype),
+    )
 
 
 class _GroupedMM(torch.autograd.Function):

@@ -269,6 +269,98 @@ def grouped_gemm_k(
     )
 
 
+def grouped_gemm_m_pair(
+    a_codes: Tensor,
+    a_scales: Tensor,
+    a_amax: Tensor,
+    b1_codes: Tensor,
+    b1_scales: Tensor,
+    b1_amax: Tensor,
+    b2_codes: Tensor,
+    b2_scales: Tensor,
+    b2_amax: Tensor,
+    offs: Tensor,
+    *,
+    a_scope: str = "tensor",
+    a_bound: float = 256.0,
+    b_scope: str = "tensor",
+    b_bound: float = 256.0,
+    out_dtype: torch.dtype = torch.bfloat16,
+    plan: str = "auto",
+    max_swizzle: int = 0,
+    raster: str = "m",
+) -> Tuple[Tensor, Tensor]:
+    """Two M-grouped GEMMs of one A (an MoE layer's gate and up projections): (out1, out2),
+    each bitwise grouped_gemm_m(A, B1 / B2) without bias; B1 and B2 of one shape, one scope and
+    bound. On CUDA A's BF16 operand copy is made once for both."""
+    return _ops.grouped_gemm_m_pair(
+        a_codes,
+        a_scales,
+        a_amax,
+        a_scope,
+        float(a_bound),
+        b1_codes,
+        b1_scales,
+        b1_amax,
+        b2_codes,
+        b2_scales,
+        b2_amax,
+        b_scope,
+        float(b_bound),
+        offs,
+        out_dtype,
+        plan,
+        int(max_swizzle),
+        raster,
+    )
+
+
+def grouped_gemm_k_pair(
+    a1_codes: Tensor,
+    a1_scales: Tensor,
+    a1_amax: Tensor,
+    a2_codes: Tensor,
+    a2_scales: Tensor,
+    a2_amax: Tensor,
+    b_codes: Tensor,
+    b_scales: Tensor,
+    b_amax: Tensor,
+    offs: Tensor,
+    *,
+    a_scope: str = "tensor",
+    a_bound: float = 256.0,
+    b_scope: str = "tensor",
+    b_bound: float = 256.0,
+    out_dtype: torch.dtype = torch.bfloat16,
+    plan: str = "auto",
+    max_swizzle: int = 0,
+    raster: str = "m",
+) -> Tuple[Tensor, Tensor]:
+    """Two K-grouped GEMMs of one B (the gate and up wgrads against X): (out1, out2), each
+    bitwise grouped_gemm_k(A1 / A2, B); A1 and A2 of one shape, one scope and bound. On CUDA B's
+    BF16 operand copy is made once for both."""
+    return _ops.grouped_gemm_k_pair(
+        a1_codes,
+        a1_scales,
+        a1_amax,
+        a2_codes,
+        a2_scales,
+        a2_amax,
+        a_scope,
+        float(a_bound),
+        b_codes,
+        b_scales,
+        b_amax,
+        b_scope,
+        float(b_bound),
+        offs,
+        out_dtype,
+        plan,
+        int(max_swizzle),
+        raster,
+    )
+
+
 def pad_token_groups(x: Tensor, offs: Tensor, alignment: int = 128) -> Tuple[Tensor, Tensor]:
     """Pad each token group of x (M, C) to a multiple of alignment with zero rows (N12).
 

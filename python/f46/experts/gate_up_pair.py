@@ -2,26 +2,31 @@
 and A B3[g]^T (gate and up projections).
 
 Both GEMMs read the same quantized A, so its amax, its 1x16 quantization and (quantized
-backward) its padded columnwise copy for the wgrads are computed once instead of twice; the
-dequantized backward dequantizes A once. Everything else is what two f46.grouped_mm calls do,
-in the same order (stochastic-rounding offsets included), so the results and every gradient are
-bitwise those of the two calls (tests/python/test_gate_up_pair.py); dA = dA1 + dA3 is the sum
-autograd forms for the two calls.
+backward) its padded columnwise copy for the wgrads are computed once instead of twice, and
+the GEMM pairs (ops.grouped_gemm_m_pair forward, ops.grouped_gemm_k_pair wgrads) make A's BF16
+operand copy once; the dequantized backward dequantizes A once. Everything else is what two
+f46.grouped_mm calls do (stochastic-rounding offsets included), so the results and every
+gradient are bitwise those of the two calls (tests/python/test_gate_up_pair.py); dA = dA1 +
+dA3 is the sum autograd forms for the two calls.
 """
 
 from __future__ import annotations
 
 import torch
 
+from .. import ops
 from ..functional import (
     _check_grouped,
     _dequantized_a,
     _dequantized_b,
+    _dgrad_quantized,
+    _dy_columnwise,
     _grouped_backward_bf16,
     _grouped_backward_quantized,
-    _grouped_gemm,
+    _grouped_gemm_pair,
     _needs_grad,
     _quantize_a_grouped,
+    _wgrad_kwargs,
     _x_columnwise,
     grouped_mm,
 )
@@ -45,8 +50,7 @@ def pair_forward(ctx, a, b1, b3, offs, recipe, sr1, sr3, needs, caches=(None, No
     ac, as_, a_amax, scope = _quantize_a_grouped(a, offs, recipe)  # once for both GEMMs
     qw1 = cached_weight(b1, recipe, quant_bw and need_da, caches[0])
     qw3 = cached_weight(b3, recipe, quant_bw and need_da, caches[1])
-    y1 = _grouped_gemm(ac, as_, a_amax, scope, qw1, offs, None, recipe, a.dtype)  # (M, N)
-    y3 = _grouped_gemm(ac, as_, a_amax, scope, qw3, offs, None, recipe, a.dtype)  # (M, N)
+    y1, y3 = _grouped_gemm_pair(ac, as_, a_amax, scope, qw1, qw3, offs, recipe, a.dtype)
     ctx.recipe, ctx.mode, ctx.scope, ctx.needs = recipe, mode, scope, needs
     ctx.sr = (sr1, sr3)
     ctx.dtypes = (a.dtype, b1.dtype)
@@ -74,12 +78,30 @@ def pair_backward(ctx, saved, dy1, dy3, g_amax1=None, g_amax3=None):
     if mode == "quantized":
         s = saved
         xt, offs = s[0:4], s[10]
-        da1, db1 = _grouped_backward_quantized(
-            dy1, xt, s[4:7], offs, recipe, ctx.sr[0], need_da, need_db1, ctx.dtypes, g_amax1
+        if not (need_db1 and need_db3):
+            da1, db1 = _grouped_backward_quantized(
+                dy1, xt, s[4:7], offs, recipe, ctx.sr[0], need_da, need_db1, ctx.dtypes, g_amax1
+            )
+            da3, db3 = _grouped_backward_quantized(
+                dy3, xt, s[7:10], offs, recipe, ctx.sr[1], need_da, need_db3, ctx.dtypes, g_amax3
+            )
+            return _sum(da1, da3), db1, db3
+        # Both wgrads: one K-grouped pair against X's columnwise copy (made once).
+        da, g = [], []
+        for dy, ga, wt, sr in (
+            (dy1, g_amax1, s[4:7], ctx.sr[0]),
+            (dy3, g_amax3, s[7:10], ctx.sr[1]),
+        ):
+            if ga is None:
+                ga = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
+            dt = ctx.dtypes[0]
+            da.append(_dgrad_quantized(dy, ga, wt, offs, recipe, sr, dt) if need_da else None)
+            g.append(_dy_columnwise(dy, ga, offs, xt[3], recipe, sr))
+        da1, da3 = da
+        db1, db3 = ops.grouped_gemm_k_pair(
+            *g[0], *g[1], *xt[:3], xt[3], **_wgrad_kwargs(recipe, ctx.dtypes[1])
         )
-        da3, db3 = _grouped_backward_quantized(
-            dy3, xt, s[7:10], offs, recipe, ctx.sr[1], need_da, need_db3, ctx.dtypes, g_amax3
-        )
+        db1, db3 = db1.to(ctx.dtypes[1]), db3.to(ctx.dtypes[1])  # (E, N, K) each
     else:
         if mode == "high_precision":
             a, b1, b3, offs = saved

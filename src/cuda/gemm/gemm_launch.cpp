@@ -4,8 +4,10 @@
 // the public layer (src/gemm.cpp); offsets are never read on the host.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 
 #include "backend.h"
 #include "cuda/common/cuda_check.h"
@@ -87,6 +89,8 @@ class Scratch {
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
+  // From its start again (the next GEMM of a pair carves it anew; the shared copy stays first).
+  void reset() { used_ = 0; }
   // Next `bytes` (rounded up to 256) of the scratch.
   char* take(int64_t bytes) {
     char* p = base_ + used_;
@@ -168,15 +172,15 @@ EpilogueArgs epilogue_args(GroupMode mode, const Buffers& buf, const TensorView&
   return e;
 }
 
-// M-grouped core; offs == nullptr means one group covering all rows (the dense GEMM).
-void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs, int groups,
-              const TensorView& bias, TensorView& out, const Context& ctx) {
-  const int64_t m = a.codes.size(0);
-  const int64_t k = a.codes.size(1) * 2;
-  const int64_t n = b.codes.size(-2);
-  if (m == 0 || n == 0) return;
-  DeviceGuard guard(out.device_index);
-  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
+// An M-grouped GEMM's route and the scratch it takes.
+struct RowsPlan {
+  gemm_detail::GemmRoute route;
+  int64_t bytes;  // scratch (0: plan (b), none)
+};
+
+RowsPlan plan_rows(const QuantizedOperand& a, const QuantizedOperand& b, int groups,
+                   const TensorView& bias, const TensorView& out, const Context& ctx) {
+  const int64_t m = a.codes.size(0), k = a.codes.size(1) * 2, n = b.codes.size(-2);
   gemm_detail::GemmCase c;
   c.plan = ctx.gemm.plan;
   c.epilogue_fusable = k > 0 && fused_epilogue(a, bias, out, n);
@@ -188,24 +192,47 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   c.n = n;
   c.k = k;
   c.groups = groups;
-  const gemm_detail::GemmRoute route = gemm_detail::choose_gemm_route(c);
-  if (route == gemm_detail::GemmRoute::kFusedFp4) {  // plan (b), the fused 4-bit kernel
+  RowsPlan rp;
+  rp.route = gemm_detail::choose_gemm_route(c);
+  if (rp.route == gemm_detail::GemmRoute::kFusedFp4)
+    rp.bytes = 0;
+  else if (rp.route == gemm_detail::GemmRoute::kWeight4)  // A's copy and the group metadata only
+    rp.bytes = detail::gemm_ws_bytes(m * k, 0, 0, groups);
+  else
+    rp.bytes = grouped_gemm_m_workspace_bytes(m, n, k, groups);
+  return rp;
+}
+
+// Whether the route reads A's BF16 copy (the first piece of the scratch).
+bool reads_a_copy(const RowsPlan& rp, int64_t k) {
+  return rp.route == gemm_detail::GemmRoute::kWeight4 ||
+         (rp.route != gemm_detail::GemmRoute::kFusedFp4 && k > 0);
+}
+
+// M-grouped core in `scratch` (at least rp.bytes); offs == nullptr means one group covering all
+// rows (the dense GEMM). a_copied: A's BF16 copy is already at the scratch's start (a pair's
+// second GEMM).
+void run_rows_in(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs,
+                 int groups, const TensorView& bias, TensorView& out, const RowsPlan& rp,
+                 Scratch* scratch, bool a_copied, const Context& ctx, cudaStream_t stream) {
+  const int64_t m = a.codes.size(0);
+  const int64_t k = a.codes.size(1) * 2;
+  const int64_t n = b.codes.size(-2);
+  if (rp.route == gemm_detail::GemmRoute::kFusedFp4) {  // plan (b), the fused 4-bit kernel
     gemm_detail::run_fused_fp4_gemm(a, b, offs, groups, out, stream);
     return;
   }
-  if (route == gemm_detail::GemmRoute::kWeight4) {  // plan (c): only A gets a BF16 copy
-    // Scratch: A's BF16 copy and the group metadata only (no B copy, no FP32 product).
-    Scratch scratch(ctx, detail::gemm_ws_bytes(m * k, 0, 0, groups), out.device_index, stream);
-    Buffers buf = carve(scratch, m * k, 0, 0, groups);
-    gemm_detail::launch_dequant_bf16(dequant_args(a, 1, m, m, k, buf.a), stream);
+  scratch->reset();
+  if (rp.route == gemm_detail::GemmRoute::kWeight4) {  // plan (c): only A gets a BF16 copy
+    Buffers buf = carve(*scratch, m * k, 0, 0, groups);
+    if (!a_copied) gemm_detail::launch_dequant_bf16(dequant_args(a, 1, m, m, k, buf.a), stream);
     gemm_detail::run_w4_gemm(a, buf.a, b, offs, groups, out, stream);
     return;
   }
-  const bool fused = route == gemm_detail::GemmRoute::kDequantFused;
+  const bool fused = rp.route == gemm_detail::GemmRoute::kDequantFused;
   // Unfused: FP32 scratch with rows padded to 8 columns (TMA needs 16-byte row pitches).
   const int64_t n8 = fused ? n : detail::gemm_ws_pad8(n);
-  Scratch scratch(ctx, grouped_gemm_m_workspace_bytes(m, n, k, groups), out.device_index, stream);
-  Buffers buf = carve(scratch, m * k, groups * n8 * k, fused ? 0 : m * n8, groups);
+  Buffers buf = carve(*scratch, m * k, groups * n8 * k, fused ? 0 : m * n8, groups);
 
   GroupedProblem p;
   p.mode = GroupMode::kRows;
@@ -229,7 +256,7 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
     p.ld_d = n8;
   }
   if (k > 0) {
-    gemm_detail::launch_dequant_bf16(dequant_args(a, 1, m, m, k, buf.a), stream);
+    if (!a_copied) gemm_detail::launch_dequant_bf16(dequant_args(a, 1, m, m, k, buf.a), stream);
     gemm_detail::launch_dequant_bf16(dequant_args(b, groups, n, n8, k, buf.b), stream);
     gemm_detail::run_grouped_bf16_gemm(p, buf.meta, buf.cutlass_ws, stream);
   } else {
@@ -253,38 +280,38 @@ void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_
   gemm_detail::launch_gemm_epilogue(e, stream);
 }
 
-}  // namespace
-
-void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& bias,
-          TensorView& out, const Context& ctx) {
-  run_rows(a, b, nullptr, 1, bias, out, ctx);
+void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs, int groups,
+              const TensorView& bias, TensorView& out, const Context& ctx) {
+  if (a.codes.size(0) == 0 || b.codes.size(-2) == 0) return;
+  DeviceGuard guard(out.device_index);
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
+  const RowsPlan rp = plan_rows(a, b, groups, bias, out, ctx);
+  if (rp.bytes == 0)
+    return run_rows_in(a, b, offs, groups, bias, out, rp, nullptr, false, ctx, stream);
+  Scratch scratch(ctx, rp.bytes, out.device_index, stream);
+  run_rows_in(a, b, offs, groups, bias, out, rp, &scratch, false, ctx, stream);
 }
 
-void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
-                    const TensorView& bias, TensorView& out, const Context& ctx) {
-  const int groups = static_cast<int>(offs.size(0));
-  if (groups == 0) {  // no groups: every row is outside every group
-    const int64_t m = out.size(0), n = out.size(1);
-    if (m == 0 || n == 0) return;
-    F46_CHECK_CUDA(cudaMemset2DAsync(out.data, out.strides[0] * dtype_size(out.dtype), 0,
-                                     n * dtype_size(out.dtype), m,
-                                     static_cast<cudaStream_t>(ctx.cuda_stream)));
-    return;
-  }
-  run_rows(a, b, offs.ptr<const int32_t>(), groups, bias, out, ctx);
+// No groups: every row of out is outside every group.
+void zero_out(TensorView& out, const Context& ctx) {
+  const int64_t m = out.size(0), n = out.size(1);
+  if (m == 0 || n == 0) return;
+  F46_CHECK_CUDA(cudaMemset2DAsync(out.data, out.strides[0] * dtype_size(out.dtype), 0,
+                                   n * dtype_size(out.dtype), m,
+                                   static_cast<cudaStream_t>(ctx.cuda_stream)));
 }
 
-void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
-                    TensorView& out, const Context& ctx) {
+// K-grouped core in `scratch` (grouped_gemm_k_workspace_bytes); b_copied: B's BF16 copy is
+// already in its place (a pair's second GEMM; a1 and a2 of one shape put it at one offset).
+void run_tokens_in(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
+                   TensorView& out, Scratch& scratch, bool b_copied, const Context& ctx,
+                   cudaStream_t stream) {
   const int groups = static_cast<int>(offs.size(0));
   const int64_t n = a.codes.size(0);
   const int64_t k = b.codes.size(0);
   const int64_t t = a.codes.size(1) * 2;
-  if (groups == 0 || n == 0 || k == 0) return;
-  DeviceGuard guard(out.device_index);
-  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
   const bool fused = t > 0 && fused_epilogue(a, TensorView{}, out, k);
-  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, groups), out.device_index, stream);
+  scratch.reset();
   Buffers buf = carve(scratch, n * t, k * t, fused ? 0 : groups * n * k, groups);
 
   GroupedProblem p;
@@ -307,7 +334,7 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
   }
   if (t > 0) {
     gemm_detail::launch_dequant_bf16(dequant_args(a, 1, n, n, t, buf.a), stream);
-    gemm_detail::launch_dequant_bf16(dequant_args(b, 1, k, k, t, buf.b), stream);
+    if (!b_copied) gemm_detail::launch_dequant_bf16(dequant_args(b, 1, k, k, t, buf.b), stream);
     gemm_detail::run_grouped_bf16_gemm(p, buf.meta, buf.cutlass_ws, stream);
   } else {
     gemm_detail::run_group_ends(p, buf.meta, stream);  // every group is empty
@@ -320,6 +347,65 @@ void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const 
   e.cols = k;
   e.only_invalid = fused;  // fused: only the empty groups' zeros remain
   gemm_detail::launch_gemm_epilogue(e, stream);
+}
+
+}  // namespace
+
+void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& bias,
+          TensorView& out, const Context& ctx) {
+  run_rows(a, b, nullptr, 1, bias, out, ctx);
+}
+
+void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
+                    const TensorView& bias, TensorView& out, const Context& ctx) {
+  const int groups = static_cast<int>(offs.size(0));
+  if (groups == 0) return zero_out(out, ctx);
+  run_rows(a, b, offs.ptr<const int32_t>(), groups, bias, out, ctx);
+}
+
+void grouped_gemm_m_pair(const QuantizedOperand& a, const QuantizedOperand& b1,
+                         const QuantizedOperand& b2, const TensorView& offs, TensorView& out1,
+                         TensorView& out2, const Context& ctx) {
+  const int groups = static_cast<int>(offs.size(0));
+  if (groups == 0) return zero_out(out1, ctx), zero_out(out2, ctx);
+  const int64_t k = a.codes.size(1) * 2;
+  if (a.codes.size(0) == 0 || b1.codes.size(-2) == 0) return;
+  DeviceGuard guard(out1.device_index);
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
+  const TensorView none;
+  const RowsPlan rp1 = plan_rows(a, b1, groups, none, out1, ctx);
+  const RowsPlan rp2 = plan_rows(a, b2, groups, none, out2, ctx);
+  const int64_t bytes = std::max(rp1.bytes, rp2.bytes);
+  std::optional<Scratch> scratch;
+  if (bytes > 0) scratch.emplace(ctx, bytes, out1.device_index, stream);
+  Scratch* s = scratch ? &*scratch : nullptr;
+  const int32_t* o = offs.ptr<const int32_t>();
+  run_rows_in(a, b1, o, groups, none, out1, rp1, s, false, ctx, stream);
+  run_rows_in(a, b2, o, groups, none, out2, rp2, s, reads_a_copy(rp1, k), ctx, stream);
+}
+
+void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
+                    TensorView& out, const Context& ctx) {
+  const int64_t n = a.codes.size(0), k = b.codes.size(0), t = a.codes.size(1) * 2;
+  if (offs.size(0) == 0 || n == 0 || k == 0) return;
+  DeviceGuard guard(out.device_index);
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
+  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, offs.size(0)), out.device_index,
+                  stream);
+  run_tokens_in(a, b, offs, out, scratch, false, ctx, stream);
+}
+
+void grouped_gemm_k_pair(const QuantizedOperand& a1, const QuantizedOperand& a2,
+                         const QuantizedOperand& b, const TensorView& offs, TensorView& out1,
+                         TensorView& out2, const Context& ctx) {
+  const int64_t n = a1.codes.size(0), k = b.codes.size(0), t = a1.codes.size(1) * 2;
+  if (offs.size(0) == 0 || n == 0 || k == 0) return;
+  DeviceGuard guard(out1.device_index);
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
+  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, offs.size(0)), out1.device_index,
+                  stream);
+  run_tokens_in(a1, b, offs, out1, scratch, false, ctx, stream);
+  run_tokens_in(a2, b, offs, out2, scratch, t > 0, ctx, stream);
 }
 
 }  // namespace f46::cuda
