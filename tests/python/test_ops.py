@@ -102,8 +102,9 @@ def case_quantize_virtual_pad(d):
     x = randn((45, 32), d, seed=5)
     offs = i32([10, 10, 40], d)
     am = ops.amax(x, scope="group", offsets=offs)
-    args = quantize_args(x, am, offsets=ops.padded_offsets(offs, 16), scope="group",
-                         rowwise=False, columnwise=True)
+    args = quantize_args(
+        x, am, offsets=ops.padded_offsets(offs, 16), scope="group", rowwise=False, columnwise=True
+    )
     return "quantize", (*args, offs)
 
 
@@ -208,6 +209,25 @@ def case_grouped_gemm_k(d):
     return "grouped_gemm_k", (*a, "tensor", 256.0, *b, "tensor", 256.0, offs, torch.float32)
 
 
+def case_grouped_gemm_m_pair(d):
+    a = quantized(randn((40, 32), d, seed=30))
+    b1, b3 = (grouped_weight(d, 3, 16, 32, seed=s) for s in (31, 32))
+    offs = i32([10, 10, 33], d)
+    return "grouped_gemm_m_pair", (
+        *a, "tensor", 256.0, *b1, *b3, "group", 256.0, offs, torch.bfloat16,
+    )  # fmt: skip
+
+
+def case_grouped_gemm_k_pair(d):
+    t = 48
+    a1, a3 = (quantized_t(randn((t, 16), d, seed=s)) for s in (33, 34))  # (16, T/2)
+    b = quantized_t(randn((t, 32), d, seed=35))  # (32, T/2)
+    offs = i32([16, 16, 48], d)
+    return "grouped_gemm_k_pair", (
+        *a1, *a3, "tensor", 256.0, *b, "tensor", 256.0, offs, torch.float32,
+    )  # fmt: skip
+
+
 def case_pad(d):
     return "pad_token_groups", (randn((20, 32), d, seed=22), i32([5, 5, 17], d), 8)
 
@@ -251,6 +271,8 @@ CASES = [
     case_gemm_row_bias_fp32,
     case_grouped_gemm_m,
     case_grouped_gemm_k,
+    case_grouped_gemm_m_pair,
+    case_grouped_gemm_k_pair,
     case_pad,
     case_unpad,
     case_zero_rows,
@@ -277,6 +299,8 @@ def test_every_op_has_a_case():
         "gemm",
         "grouped_gemm_m",
         "grouped_gemm_k",
+        "grouped_gemm_m_pair",
+        "grouped_gemm_k_pair",
         "pad_token_groups",
         "unpad_token_groups",
         "zero_rows_past_groups_",
