@@ -25,7 +25,17 @@ import torch
 import torch.nn.functional as F
 
 from . import ops
-from .bf16_grouped_gemm import group_bias_grad, grouped_mm_k_bf16, grouped_mm_m_bf16
+from .bf16_grouped_gemm import group_bias_grad
+from .grouped_steps import (
+    _cast,
+    _dequantized_a,
+    _dequantized_b,
+    _grouped_backward_bf16,
+    _grouped_backward_quantized,
+    _grouped_gemm,
+    _quantize_a_grouped,
+    _x_columnwise,
+)
 from .quantized import (
     QuantizedWeight,
     WeightCache,
@@ -44,12 +54,6 @@ _DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 
 
 # ---- BF16 reference GEMMs used by the high_precision / dequantized backward ---------------
-def _cast(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """t in dtype, without a `.to` when t already has it: under torch.compile a no-op `.to` is
-    an alias, and an autograd.Function output aliasing an intermediate loses its gradient."""
-    return t if t.dtype == dtype else t.to(dtype)
-
-
 def _bf16(t: torch.Tensor) -> torch.Tensor:
     return _cast(t, torch.bfloat16)
 
@@ -294,190 +298,7 @@ def _linear_prequantized(x, qw: QuantizedWeight, bias, recipe):
     return _linear_gemm(xc, xs, x_amax, scope, qw, bias, recipe, x2.dtype).reshape(*lead, n)
 
 
-# ---- grouped GEMM (N11, N12) ---------------------------------------------------------------
-def _quantize_a_grouped(a, offs, recipe, amax=None):
-    """A (M, K): 1x16 4/6 with a per-group (N2) or per-row amax; `amax`: A's per-group amax
-    when the caller has it (group scope only)."""
-    scope = "row" if recipe.row_scaled_activation else "group"
-    assert amax is None or scope == "group", "a precomputed amax is per group"
-    c, s, amax = quantize_activation(a, recipe, scope, offs if scope == "group" else None, amax)
-    return c, s, amax, scope  # amax (E) | (M)
-
-
-def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recipe, dtype):
-    y = ops.grouped_gemm_m(
-        ac,
-        as_,
-        a_amax,
-        qw.codes,
-        qw.scales,
-        qw.amax,
-        offs,
-        a_scope=scope,
-        b_scope="group",
-        a_bound=recipe.scale_bound,
-        b_bound=qw.scale_bound,
-        bias=bias_for_gemm(bias),
-        plan=recipe.gemm_plan,
-        out_dtype=gemm_out_dtype(dtype),
-    )  # (M, N); rows past offs[E-1] are zero
-    return _cast(y, dtype)
-
-
-def _grouped_gemm_pair(ac, as_, a_amax, scope, qw1, qw3, offs, recipe, dtype):
-    """_grouped_gemm of one A against two weights of one shape and bound, bitwise, A's operand
-    copy made once (ops.grouped_gemm_m_pair)."""
-    if qw1.scale_bound != qw3.scale_bound:
-        y1 = _grouped_gemm(ac, as_, a_amax, scope, qw1, offs, None, recipe, dtype)
-        return y1, _grouped_gemm(ac, as_, a_amax, scope, qw3, offs, None, recipe, dtype)
-    y1, y3 = ops.grouped_gemm_m_pair(
-        ac,
-        as_,
-        a_amax,
-        qw1.codes,
-        qw1.scales,
-        qw1.amax,
-        qw3.codes,
-        qw3.scales,
-        qw3.amax,
-        offs,
-        a_scope=scope,
-        b_scope="group",
-        a_bound=recipe.scale_bound,
-        b_bound=qw1.scale_bound,
-        plan=recipe.gemm_plan,
-        out_dtype=gemm_out_dtype(dtype),
-    )  # (M, N) each; rows past offs[E-1] are zero
-    return _cast(y1, dtype), _cast(y3, dtype)
-
-
-def _token_groups16(x, offs, recipe):
-    """x's token groups padded to 16 rows (N12) for a columnwise quantization: (operand, padded
-    offsets, source offsets). Without the RHT the padding stays virtual (the quantizer reads x's
-    rows; source offsets = offs); the RHT's amax needs the padded rows written (None)."""
-    if recipe.wgrad_rht:
-        xp, poffs = ops.pad_token_groups(x, offs, 16)  # (P, C), (E)
-        return xp, poffs, None
-    return x, ops.padded_offsets(offs, 16), offs
-
-
-def _x_columnwise(a, offs, a_amax, recipe):
-    """Columnwise X for the K-grouped wgrad: groups padded to 16 tokens (N12) so no quantization
-    block straddles two groups (padded rows are zero). -> (codes_t (K, P/2), scales_t (K, P/16),
-    amax_t, padded offsets)."""
-    a16, poffs, src = _token_groups16(a, offs, recipe)
-    amax_t = a_amax
-    if recipe.wgrad_rht:  # N7: the amax of an RHT operand is taken after the RHT
-        amax_t = ops.amax(a16, scope="group", offsets=poffs, rht_columns=True)
-    _, _, xct, xst = ops.quantize(
-        a16,
-        a_amax,
-        offsets=poffs,
-        scope="group",
-        **recipe.quantize_kwargs("activation"),
-        rht_columnwise=recipe.wgrad_rht,
-        rowwise=False,
-        columnwise=True,
-        amax_columnwise=amax_t,
-        source_offsets=src,
-    )
-    return xct, xst, amax_t, poffs
-
-
-def _dequantized_a(ac, as_, a_amax, scope, offs, recipe) -> torch.Tensor:
-    """(M, K) bf16 dequantization of the forward's quantized A."""
-    return ops.dequantize(
-        ac,
-        as_,
-        a_amax,
-        offsets=offs if scope == "group" else None,
-        scope=scope,
-        scale_bound=recipe.scale_bound,
-        dtype=torch.bfloat16,
-    )
-
-
-def _dequantized_b(wc, ws, w_amax, recipe) -> torch.Tensor:
-    """(E, N, K) bf16 dequantization of the forward's quantized grouped weight."""
-    qw = QuantizedWeight(
-        wc, ws, w_amax, None, None, recipe.scale_bound, recipe.weight_block, recipe.err_mode, True
-    )
-    return qw.dequantize(torch.bfloat16)
-
-
-def _grouped_backward_bf16(dy, a, b, offs, need_da, need_db, a_dtype, b_dtype):
-    """dA = dY B (M-grouped), dB = dY^T A (K-grouped), BF16 GEMMs on a and b."""
-    da = grouped_mm_m_bf16(dy, b, offs).to(a_dtype) if need_da else None  # (M, K)
-    db = grouped_mm_k_bf16(dy, a, offs).to(b_dtype) if need_db else None  # (E, N, K)
-    return da, db
-
-
-def _grouped_backward_quantized(
-    dy, xt, wt, offs, recipe, sr_offset, need_da, need_db, dtypes, g_amax=None
-):
-    """Standard NVFP4 gradients (N4) of an M-grouped GEMM: dA = dY x W columnwise, dB = dY
-    columnwise x X columnwise. xt = _x_columnwise's tuple, wt = (codes_t, scales_t, amax);
-    g_amax: dY's per-group amax when the caller has it."""
-    if g_amax is None:
-        g_amax = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
-    da = _dgrad_quantized(dy, g_amax, wt, offs, recipe, sr_offset, dtypes[0]) if need_da else None
-    db = None
-    if need_db:
-        gt = _dy_columnwise(dy, g_amax, offs, xt[3], recipe, sr_offset)
-        db = ops.grouped_gemm_k(*gt, *xt[:3], xt[3], **_wgrad_kwargs(recipe, dtypes[1]))
-        db = db.to(dtypes[1])  # (E, N, K)
-    return da, db
-
-
-def _dgrad_quantized(dy, g_amax, wt, offs, recipe, sr_offset, dtype):
-    """dA = dY x W columnwise (M-grouped, N4): dY quantized rowwise per group; wt = (codes_t,
-    scales_t, amax) of W."""
-    gc, gs, _, _ = quantize_gradient(dy, g_amax, recipe, sr_offset, scope="group", offsets=offs)
-    return ops.grouped_gemm_m(
-        gc,
-        gs,
-        g_amax,
-        *wt,
-        offs,
-        a_scope="group",
-        b_scope="group",
-        **recipe.gradient_gemm_kwargs(),
-        out_dtype=gemm_out_dtype(dtype),
-    ).to(dtype)  # (M, K)
-
-
-def _dy_columnwise(dy, g_amax, offs, poffs, recipe, sr_offset):
-    """dY columnwise for the K-grouped wgrad, token groups padded to 16 (N12) as X's (poffs):
-    (codes_t (N, P/2), scales_t (N, P/16), amax_t)."""
-    dy16, _, src = _token_groups16(dy, offs, recipe)  # same padded offsets as xt's
-    g_amax_t = g_amax
-    if recipe.wgrad_rht:
-        g_amax_t = ops.amax(dy16, scope="group", offsets=poffs, rht_columns=True)
-    _, _, gct, gst = quantize_gradient(
-        dy16,
-        g_amax,
-        recipe,
-        sr_offset,
-        scope="group",
-        offsets=poffs,
-        rowwise=False,
-        columnwise=True,
-        amax_columnwise=g_amax_t,
-        source_offsets=src,
-    )  # (N, P/2)
-    return gct, gst, g_amax_t
-
-
-def _wgrad_kwargs(recipe, dtype) -> dict:
-    """ops.grouped_gemm_k's keyword arguments for a wgrad (both operands per group)."""
-    return dict(
-        a_scope="group",
-        b_scope="group",
-        **recipe.gradient_gemm_kwargs(),
-        out_dtype=gemm_out_dtype(dtype),
-    )
-
-
+# ---- grouped GEMM (N11, N12): the steps in grouped_steps.py ------------------------------
 class _GroupedMM(torch.autograd.Function):
     @staticmethod
     def forward(ctx, a, b, offs, bias, recipe, sr_offset, needs, a_amax=None, cache=None):

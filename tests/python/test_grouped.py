@@ -362,7 +362,7 @@ def test_virtual_padding_changes_no_bit(device, monkeypatch, rounding):
     dy = torch.randn(a.shape[0], b.shape[1]).to(torch.bfloat16).to(device)
     f46.reset_sr_offset()
     got = run_grouped(a, b, offs, r, dy)[:3]
-    monkeypatch.setattr(f46.functional, "_token_groups16", _padded_copy_token_groups16)
+    monkeypatch.setattr(f46.grouped_steps, "_token_groups16", _padded_copy_token_groups16)
     f46.reset_sr_offset()
     want = run_grouped(a, b, offs, r, dy)[:3]
     for g, w in zip(got, want):

@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 
 from .. import ops
-from ..functional import (
-    _check_grouped,
+from ..functional import _check_grouped, _needs_grad, grouped_mm
+from ..grouped_steps import (
     _dequantized_a,
     _dequantized_b,
     _dgrad_quantized,
@@ -24,11 +24,9 @@ from ..functional import (
     _grouped_backward_bf16,
     _grouped_backward_quantized,
     _grouped_gemm_pair,
-    _needs_grad,
     _quantize_a_grouped,
     _wgrad_kwargs,
     _x_columnwise,
-    grouped_mm,
 )
 from ..quantized import cached_weight, next_sr_offset
 from ..recipe import Recipe
