@@ -348,9 +348,19 @@ def bench_plans(gen) -> list[str]:
     return lines + [""]
 
 
+def grouped_m_pair(qa, am, qb1, qb3, bm, offs, plan="auto"):
+    """f46's M-grouped GEMM pair (one A, two weights of one shape; A's BF16 copy made once)."""
+    return torch.ops.f46.grouped_gemm_m_pair(
+        qa[0], qa[1], am, "group", 256.0, qb1[0], qb1[1], bm, qb3[0], qb3[1], bm, "group",
+        256.0, offs, torch.bfloat16, plan=plan,
+    )  # fmt: skip
+
+
 def bench_layer_plans(gen) -> list[str]:
-    """Plans (a) and (c) on the M-grouped GEMM shapes of each MoE layer of MOE (forward gate/up
-    and down, dgrad of down and of gate/up; the wgrad GEMMs are K-grouped, plan (a) only)."""
+    """Plans (a) and (c) on the M-grouped GEMMs each MoE layer of MOE runs, as it runs them: the
+    forward gate and up as one pair (N = F each, ops.grouped_gemm_m_pair), the forward down, the
+    dgrad of down, and the dgrads of gate and up (two GEMMs of K = F, N = D); the wgrad GEMMs
+    are K-grouped, plan (a) only."""
     lines = [
         "### Plans (a) and (c) on the layer's M-grouped GEMMs",
         "",
@@ -361,16 +371,21 @@ def bench_layer_plans(gen) -> list[str]:
         offs = group_offs(e, m)
         am = torch.rand(e, device="cuda", generator=gen) + 1.0
         bm = torch.rand(e, device="cuda", generator=gen) + 1.0
-        for gemm, k, n in (
-            ("fwd gate/up", d, 2 * f),
-            ("fwd down", f, d),
-            ("dgrad down", d, f),
-            ("dgrad gate/up", 2 * f, d),
+        for gemm, k, n, count in (
+            ("fwd gate + up (pair)", d, f, 2),
+            ("fwd down", f, d, 1),
+            ("dgrad down", d, f, 1),
+            ("dgrad gate, up (two)", f, d, 2),
         ):
-            qa, qb = rand_q((m, k), gen), rand_q((e, n, k), gen)
-            ta, tc = (
-                median_us(lambda i, p=p: grouped_m(qa, am, qb, bm, offs, p), 1) for p in ("a", "c")
-            )
+            qa = [rand_q((m, k), gen) for _ in range(count)]
+            qb = [rand_q((e, n, k), gen) for _ in range(count)]
+
+            def run(p):
+                if gemm.startswith("fwd gate"):
+                    return grouped_m_pair(qa[0], am, qb[0], qb[1], bm, offs, p)
+                return [grouped_m(x, am, w, bm, offs, p) for x, w in zip(qa, qb)]
+
+            ta, tc = (median_us(lambda i, p=p: run(p), 1) for p in ("a", "c"))
             lines.append(
                 f"| {name} | {gemm} | {e} | {m} | {k} | {n} | {ta:.1f} | {tc:.1f} | {tc / ta:.3f} |"
             )

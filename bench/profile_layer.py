@@ -5,7 +5,8 @@ For each MoE shape of bench_layer.py and each f46 backward mode, torch.profiler 
 CUDA kernels of F46_PROFILE_REPS layer steps (after warm-up); kernel time is summed per
 category (GEMM, quantize by kind, dequantize, amax, pad/unpad, elementwise/other) and printed
 per step next to the BF16 layer's step and its GEMM time (the floor). F46_PROFILE_TOP=n also
-prints the n largest kernels by name.
+prints the n largest kernels by name; F46_PROFILE_PLAN (default "auto") forces the recipe's
+gemm_plan, F46_PROFILE_SHAPES=Mixtral,DSv3 keeps those shapes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from bench_layer import bf16_layer, f46_layer, f46_step, layer_operands, train_s
 REPS = int(os.environ.get("F46_PROFILE_REPS", "3"))
 TOP = int(os.environ.get("F46_PROFILE_TOP", "12"))
 SHAPES = os.environ.get("F46_PROFILE_SHAPES", "")  # comma-separated names, default all
+PLAN = os.environ.get("F46_PROFILE_PLAN", "auto")  # the recipe's gemm_plan ("c": plan (c) forced)
 
 # First match wins: (category, regex on the demangled kernel name).
 CATEGORIES = [
@@ -108,9 +110,11 @@ def main() -> None:
         bf16_gemm = sum(ms for n, ms in bt.items() if category(n).startswith("gemm"))
         label = f"{name} E{e} T{t} D{d} F{f}"
         for mode in ("quantized", "dequantized"):
-            layer = f46_layer(w1, w2, w3, f46.Recipe(backward_override=mode), dev)
+            recipe = f46.Recipe(backward_override=mode, gemm_plan=PLAN)
+            layer = f46_layer(w1, w2, w3, recipe, dev)
             ft = kernel_times(lambda: f46_step(layer, x, counts, gy))
-            summarize(f"{label}, f46 4/6 {mode} bwd", ft, bf16_ms, bf16_gemm)
+            plan = "" if PLAN == "auto" else f", plan {PLAN}"
+            summarize(f"{label}, f46 4/6 {mode} bwd{plan}", ft, bf16_ms, bf16_gemm)
             del layer
         del x, gy, w1, w2, w3
         torch.cuda.empty_cache()
