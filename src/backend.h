@@ -4,28 +4,28 @@
 
 #include "f46/f46.h"
 
-#define F46_BACKEND_FUNCTIONS                                                                    \
-  void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,          \
-                QuantizedOutputs& out, const Context& ctx);                                      \
-  void dequantize(const TensorView& codes, const TensorView& scales, const GlobalAmax& amax,     \
-                  float scale_bound, TensorView& out, const Context& ctx);                       \
-  void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Context& ctx);    \
-  void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& bias,        \
-            TensorView& out, const Context& ctx);                                                \
-  void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b,                      \
-                      const TensorView& offs, const TensorView& bias, TensorView& out,           \
-                      const Context& ctx);                                                       \
-  void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b,                      \
-                      const TensorView& offs, TensorView& out, const Context& ctx);              \
-  void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t alignment,          \
-                        TensorView& out, TensorView& padded_offs, const Context& ctx);           \
-  void unpad_token_groups(const TensorView& y, const TensorView& offs,                           \
-                          const TensorView& padded_offs, TensorView& out, const Context& ctx);   \
-  void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context& ctx);         \
+#define F46_BACKEND_FUNCTIONS                                                                  \
+  void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,         \
+                QuantizedOutputs& out, const Context& ctx);                                    \
+  void dequantize(const TensorView& codes, const TensorView& scales, const GlobalAmax& amax,    \
+                  float scale_bound, TensorView& out, const Context& ctx);                     \
+  void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Context& ctx);   \
+  void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& bias,       \
+            TensorView& out, const Context& ctx);                                              \
+  void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b,                     \
+                      const TensorView& offs, const TensorView& bias, TensorView& out,          \
+                      const Context& ctx);                                                     \
+  void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b,                     \
+                      const TensorView& offs, TensorView& out, const Context& ctx);             \
+  void pad_token_groups(const TensorView& x, const TensorView& offs, int64_t alignment,         \
+                        TensorView& out, TensorView& padded_offs, const Context& ctx);          \
+  void unpad_token_groups(const TensorView& y, const TensorView& offs,                         \
+                          const TensorView& padded_offs, TensorView& out, const Context& ctx);  \
+  void zero_rows_past_groups(TensorView& x, const TensorView& offs, const Context& ctx);     \
   void swiglu(const TensorView& a, const TensorView& b, TensorView& out, const TensorView& offs, \
-              TensorView& amax, const Context& ctx);                                             \
-  void swiglu_backward(const TensorView& dout, const TensorView& a, const TensorView& b,         \
-                       TensorView& da, TensorView& db, const TensorView& offs,                   \
+              TensorView& amax, const Context& ctx);                                           \
+  void swiglu_backward(const TensorView& dout, const TensorView& a, const TensorView& b,       \
+                       TensorView& da, TensorView& db, const TensorView& offs,                 \
                        TensorView& amax_da, TensorView& amax_db, const Context& ctx);
 
 namespace f46::cpu {

@@ -3,6 +3,7 @@
 #include "f46/gemm.h"
 
 #include <string>
+#include <utility>
 
 #include "backend.h"
 #include "check.h"
@@ -187,23 +188,22 @@ void check_offsets_k_host(const TensorView& offs, int64_t t) {
               " must be a multiple of 16 (quantization blocks must not straddle token groups)");
 }
 
-// The pairs: the second operand of one shape with the first, the two outputs apart.
+// The pairs: the second operand of one shape with the first, neither output overlapping the
+// other output or either operand.
 void check_pair(const QuantizedOperand& x1, const QuantizedOperand& x2, const char* name1,
                 const char* name2, const TensorView& out1, const TensorView& out2, const char* fn) {
-  F46_CHECK(x1.codes.ndim == x2.codes.ndim, fn, ": ", name1, ".codes ", x1.codes.describe(),
-            " and ", name2, ".codes ", x2.codes.describe(), " must have one shape");
-  for (int d = 0; d < x1.codes.ndim; ++d)
-    F46_CHECK(x1.codes.size(d) == x2.codes.size(d), fn, ": ", name1, ".codes ", x1.codes.describe(),
-              " and ", name2, ".codes ", x2.codes.describe(), " must have one shape");
+  bool same = x1.codes.ndim == x2.codes.ndim;
+  for (int d = 0; same && d < x1.codes.ndim; ++d) same = x1.codes.size(d) == x2.codes.size(d);
+  F46_CHECK(same, fn, ": ", name1, ".codes ", x1.codes.describe(), " and ", name2, ".codes ",
+            x2.codes.describe(), " must have one shape");
   check::no_alias(out1, "out1", out2, "out2");
-  for (const QuantizedOperand* x : {&x1, &x2}) {  // neither output overlaps the other's inputs
-    check::no_alias(out1, "out1", x->codes, "an operand's codes");
-    check::no_alias(out2, "out2", x->codes, "an operand's codes");
-    check::no_alias(out1, "out1", x->scales, "an operand's scales");
-    check::no_alias(out2, "out2", x->scales, "an operand's scales");
-    check::no_alias(out1, "out1", x->amax, "an operand's amax");
-    check::no_alias(out2, "out2", x->amax, "an operand's amax");
-  }
+  for (const auto& [o, on] : {std::pair{&out1, "out1"}, std::pair{&out2, "out2"}})
+    for (const auto& [x, xn] : {std::pair{&x1, name1}, std::pair{&x2, name2}}) {
+      const std::string n(xn);
+      check::no_alias(*o, on, x->codes, (n + ".codes").c_str());
+      check::no_alias(*o, on, x->scales, (n + ".scales").c_str());
+      check::no_alias(*o, on, x->amax, (n + ".amax").c_str());
+    }
 }
 
 }  // namespace

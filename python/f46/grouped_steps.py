@@ -35,50 +35,34 @@ def _quantize_a_grouped(a, offs, recipe, amax=None):
     return c, s, amax, scope  # amax (E) | (M)
 
 
-def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recipe, dtype):
-    y = ops.grouped_gemm_m(
-        ac,
-        as_,
-        a_amax,
-        qw.codes,
-        qw.scales,
-        qw.amax,
-        offs,
+def _forward_kwargs(scope, qw: QuantizedWeight, recipe, dtype) -> dict:
+    """The keyword arguments of the forward GEMM of A (scope) against qw, grouped_gemm_m and the
+    pair alike."""
+    return dict(
         a_scope=scope,
         b_scope="group",
         a_bound=recipe.scale_bound,
         b_bound=qw.scale_bound,
-        bias=bias_for_gemm(bias),
         plan=recipe.gemm_plan,
         out_dtype=gemm_out_dtype(dtype),
-    )  # (M, N); rows past offs[E-1] are zero
+    )
+
+
+def _grouped_gemm(ac, as_, a_amax, scope, qw: QuantizedWeight, offs, bias, recipe, dtype):
+    y = ops.grouped_gemm_m(
+        ac, as_, a_amax, qw.codes, qw.scales, qw.amax, offs, bias=bias_for_gemm(bias),
+        **_forward_kwargs(scope, qw, recipe, dtype),
+    )  # (M, N); rows past offs[E-1] are zero  # fmt: skip
     return _cast(y, dtype)
 
 
 def _grouped_gemm_pair(ac, as_, a_amax, scope, qw1, qw3, offs, recipe, dtype):
-    """_grouped_gemm of one A against two weights of one shape and bound, bitwise, A's operand
-    copy made once (ops.grouped_gemm_m_pair)."""
-    if qw1.scale_bound != qw3.scale_bound:
-        y1 = _grouped_gemm(ac, as_, a_amax, scope, qw1, offs, None, recipe, dtype)
-        return y1, _grouped_gemm(ac, as_, a_amax, scope, qw3, offs, None, recipe, dtype)
+    """_grouped_gemm of one A against two weights quantized under one recipe (one shape, one
+    scale bound), bitwise, A's operand copy made once (ops.grouped_gemm_m_pair)."""
     y1, y3 = ops.grouped_gemm_m_pair(
-        ac,
-        as_,
-        a_amax,
-        qw1.codes,
-        qw1.scales,
-        qw1.amax,
-        qw3.codes,
-        qw3.scales,
-        qw3.amax,
-        offs,
-        a_scope=scope,
-        b_scope="group",
-        a_bound=recipe.scale_bound,
-        b_bound=qw1.scale_bound,
-        plan=recipe.gemm_plan,
-        out_dtype=gemm_out_dtype(dtype),
-    )  # (M, N) each; rows past offs[E-1] are zero
+        ac, as_, a_amax, qw1.codes, qw1.scales, qw1.amax, qw3.codes, qw3.scales, qw3.amax, offs,
+        **_forward_kwargs(scope, qw1, recipe, dtype),
+    )  # (M, N) each; rows past offs[E-1] are zero  # fmt: skip
     return _cast(y1, dtype), _cast(y3, dtype)
 
 
@@ -149,15 +133,33 @@ def _grouped_backward_quantized(
     """Standard NVFP4 gradients (N4) of an M-grouped GEMM: dA = dY x W columnwise, dB = dY
     columnwise x X columnwise. xt = _x_columnwise's tuple, wt = (codes_t, scales_t, amax);
     g_amax: dY's per-group amax when the caller has it."""
-    if g_amax is None:
-        g_amax = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
-    da = _dgrad_quantized(dy, g_amax, wt, offs, recipe, sr_offset, dtypes[0]) if need_da else None
-    db = None
-    if need_db:
-        gt = _dy_columnwise(dy, g_amax, offs, xt[3], recipe, sr_offset)
-        db = ops.grouped_gemm_k(*gt, *xt[:3], xt[3], **_wgrad_kwargs(recipe, dtypes[1]))
-        db = db.to(dtypes[1])  # (E, N, K)
+    ((da, db),) = _grouped_backward_quantized_many(
+        [(dy, wt, sr_offset, need_db, g_amax)], xt, offs, recipe, need_da, dtypes
+    )
     return da, db
+
+
+def _grouped_backward_quantized_many(items, xt, offs, recipe, need_da, dtypes):
+    """_grouped_backward_quantized of the M-grouped GEMMs of one X (one, or the gate/up pair):
+    items (dy, wt, sr_offset, need_db, g_amax) -> [(dA, dB)]. Two wgrads run as one K-grouped
+    pair against X's columnwise operand (its BF16 copy made once, ops.grouped_gemm_k_pair)."""
+    das, gts = [], []
+    for dy, wt, sr, need_db, ga in items:
+        if ga is None:
+            ga = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
+        das.append(_dgrad_quantized(dy, ga, wt, offs, recipe, sr, dtypes[0]) if need_da else None)
+        gts.append(_dy_columnwise(dy, ga, offs, xt[3], recipe, sr) if need_db else None)
+    kw = dict(
+        a_scope="group",
+        b_scope="group",
+        **recipe.gradient_gemm_kwargs(),
+        out_dtype=gemm_out_dtype(dtypes[1]),
+    )
+    if len(gts) == 2 and None not in gts:
+        dbs = ops.grouped_gemm_k_pair(*gts[0], *gts[1], *xt[:3], xt[3], **kw)
+    else:
+        dbs = [None if gt is None else ops.grouped_gemm_k(*gt, *xt[:3], xt[3], **kw) for gt in gts]
+    return [(da, None if db is None else db.to(dtypes[1])) for da, db in zip(das, dbs)]  # (E, N, K)
 
 
 def _dgrad_quantized(dy, g_amax, wt, offs, recipe, sr_offset, dtype):
@@ -197,13 +199,3 @@ def _dy_columnwise(dy, g_amax, offs, poffs, recipe, sr_offset):
         source_offsets=src,
     )  # (N, P/2)
     return gct, gst, g_amax_t
-
-
-def _wgrad_kwargs(recipe, dtype) -> dict:
-    """ops.grouped_gemm_k's keyword arguments for a wgrad (both operands per group)."""
-    return dict(
-        a_scope="group",
-        b_scope="group",
-        **recipe.gradient_gemm_kwargs(),
-        out_dtype=gemm_out_dtype(dtype),
-    )

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import torch
 
-from .. import ops
 from ..functional import _check_grouped, _needs_grad, grouped_mm
 from ..grouped_steps import (
     _dequantized_a,
     _dequantized_b,
-    _dgrad_quantized,
-    _dy_columnwise,
     _grouped_backward_bf16,
-    _grouped_backward_quantized,
+    _grouped_backward_quantized_many,
     _grouped_gemm_pair,
     _quantize_a_grouped,
-    _wgrad_kwargs,
     _x_columnwise,
 )
 from ..quantized import cached_weight, next_sr_offset
@@ -75,31 +71,17 @@ def pair_backward(ctx, saved, dy1, dy3, g_amax1=None, g_amax3=None):
     dy1, dy3 = dy1.contiguous(), dy3.contiguous()  # (M, N)
     if mode == "quantized":
         s = saved
-        xt, offs = s[0:4], s[10]
-        if not (need_db1 and need_db3):
-            da1, db1 = _grouped_backward_quantized(
-                dy1, xt, s[4:7], offs, recipe, ctx.sr[0], need_da, need_db1, ctx.dtypes, g_amax1
-            )
-            da3, db3 = _grouped_backward_quantized(
-                dy3, xt, s[7:10], offs, recipe, ctx.sr[1], need_da, need_db3, ctx.dtypes, g_amax3
-            )
-            return _sum(da1, da3), db1, db3
-        # Both wgrads: one K-grouped pair against X's columnwise copy (made once).
-        da, g = [], []
-        for dy, ga, wt, sr in (
-            (dy1, g_amax1, s[4:7], ctx.sr[0]),
-            (dy3, g_amax3, s[7:10], ctx.sr[1]),
-        ):
-            if ga is None:
-                ga = ops.amax(dy, scope="group", offsets=offs)  # (E), N4 per-group gradients
-            dt = ctx.dtypes[0]
-            da.append(_dgrad_quantized(dy, ga, wt, offs, recipe, sr, dt) if need_da else None)
-            g.append(_dy_columnwise(dy, ga, offs, xt[3], recipe, sr))
-        da1, da3 = da
-        db1, db3 = ops.grouped_gemm_k_pair(
-            *g[0], *g[1], *xt[:3], xt[3], **_wgrad_kwargs(recipe, ctx.dtypes[1])
+        (da1, db1), (da3, db3) = _grouped_backward_quantized_many(
+            [
+                (dy1, s[4:7], ctx.sr[0], need_db1, g_amax1),
+                (dy3, s[7:10], ctx.sr[1], need_db3, g_amax3),
+            ],
+            s[0:4],
+            s[10],
+            recipe,
+            need_da,
+            ctx.dtypes,
         )
-        db1, db3 = db1.to(ctx.dtypes[1]), db3.to(ctx.dtypes[1])  # (E, N, K) each
     else:
         if mode == "high_precision":
             a, b1, b3, offs = saved

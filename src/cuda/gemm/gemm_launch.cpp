@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "backend.h"
 #include "cuda/common/cuda_check.h"
@@ -280,16 +282,39 @@ void run_rows_in(const QuantizedOperand& a, const QuantizedOperand& b, const int
   gemm_detail::launch_gemm_epilogue(e, stream);
 }
 
-void run_rows(const QuantizedOperand& a, const QuantizedOperand& b, const int32_t* offs, int groups,
-              const TensorView& bias, TensorView& out, const Context& ctx) {
-  if (a.codes.size(0) == 0 || b.codes.size(-2) == 0) return;
-  DeviceGuard guard(out.device_index);
+// One M-grouped GEMM of A: its weight, bias and output.
+struct RowsItem {
+  const QuantizedOperand& b;
+  const TensorView& bias;
+  TensorView& out;
+};
+
+// The M-grouped GEMMs of one A (one, or a pair of one shape) in one scratch sized for the
+// largest: A's BF16 copy is made by the first route that reads it and reused by the others.
+void run_rows(const QuantizedOperand& a, std::initializer_list<RowsItem> items, const int32_t* offs,
+              int groups, const Context& ctx) {
+  const RowsItem& first = *items.begin();
+  if (a.codes.size(0) == 0 || first.b.codes.size(-2) == 0) return;  // the items share N
+  DeviceGuard guard(first.out.device_index);
   cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
-  const RowsPlan rp = plan_rows(a, b, groups, bias, out, ctx);
-  if (rp.bytes == 0)
-    return run_rows_in(a, b, offs, groups, bias, out, rp, nullptr, false, ctx, stream);
-  Scratch scratch(ctx, rp.bytes, out.device_index, stream);
-  run_rows_in(a, b, offs, groups, bias, out, rp, &scratch, false, ctx, stream);
+  F46_CHECK(items.size() <= 2, "run_rows: at most a pair");
+  RowsPlan plans[2];
+  int64_t bytes = 0;
+  size_t n = 0;
+  for (const RowsItem& it : items) {
+    plans[n] = plan_rows(a, it.b, groups, it.bias, it.out, ctx);
+    bytes = std::max(bytes, plans[n++].bytes);
+  }
+  std::optional<Scratch> scratch;
+  if (bytes > 0) scratch.emplace(ctx, bytes, first.out.device_index, stream);
+  bool a_copied = false;
+  size_t i = 0;
+  for (const RowsItem& it : items) {
+    const RowsPlan& rp = plans[i++];
+    run_rows_in(a, it.b, offs, groups, it.bias, it.out, rp, scratch ? &*scratch : nullptr, a_copied,
+                ctx, stream);
+    a_copied = a_copied || reads_a_copy(rp, a.codes.size(1) * 2);
+  }
 }
 
 // No groups: every row of out is outside every group.
@@ -349,18 +374,36 @@ void run_tokens_in(const QuantizedOperand& a, const QuantizedOperand& b, const T
   gemm_detail::launch_gemm_epilogue(e, stream);
 }
 
+// The K-grouped GEMMs against one B (one, or a pair of one shape) in one scratch: B's BF16 copy
+// is made by the first and reused by the other.
+void run_tokens(std::initializer_list<std::pair<const QuantizedOperand*, TensorView*>> items,
+                const QuantizedOperand& b, const TensorView& offs, const Context& ctx) {
+  const auto& [a0, out0] = *items.begin();
+  const int64_t n = a0->codes.size(0), k = b.codes.size(0), t = a0->codes.size(1) * 2;
+  if (offs.size(0) == 0 || n == 0 || k == 0) return;  // the items share N
+  DeviceGuard guard(out0->device_index);
+  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
+  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, offs.size(0)), out0->device_index,
+                  stream);
+  bool b_copied = false;
+  for (const auto& [a, out] : items) {
+    run_tokens_in(*a, b, offs, *out, scratch, b_copied, ctx, stream);
+    b_copied = t > 0;
+  }
+}
+
 }  // namespace
 
 void gemm(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& bias,
           TensorView& out, const Context& ctx) {
-  run_rows(a, b, nullptr, 1, bias, out, ctx);
+  run_rows(a, {{b, bias, out}}, nullptr, 1, ctx);
 }
 
 void grouped_gemm_m(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
                     const TensorView& bias, TensorView& out, const Context& ctx) {
   const int groups = static_cast<int>(offs.size(0));
   if (groups == 0) return zero_out(out, ctx);
-  run_rows(a, b, offs.ptr<const int32_t>(), groups, bias, out, ctx);
+  run_rows(a, {{b, bias, out}}, offs.ptr<const int32_t>(), groups, ctx);
 }
 
 void grouped_gemm_m_pair(const QuantizedOperand& a, const QuantizedOperand& b1,
@@ -368,44 +411,19 @@ void grouped_gemm_m_pair(const QuantizedOperand& a, const QuantizedOperand& b1,
                          TensorView& out2, const Context& ctx) {
   const int groups = static_cast<int>(offs.size(0));
   if (groups == 0) return zero_out(out1, ctx), zero_out(out2, ctx);
-  const int64_t k = a.codes.size(1) * 2;
-  if (a.codes.size(0) == 0 || b1.codes.size(-2) == 0) return;
-  DeviceGuard guard(out1.device_index);
-  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
   const TensorView none;
-  const RowsPlan rp1 = plan_rows(a, b1, groups, none, out1, ctx);
-  const RowsPlan rp2 = plan_rows(a, b2, groups, none, out2, ctx);
-  const int64_t bytes = std::max(rp1.bytes, rp2.bytes);
-  std::optional<Scratch> scratch;
-  if (bytes > 0) scratch.emplace(ctx, bytes, out1.device_index, stream);
-  Scratch* s = scratch ? &*scratch : nullptr;
-  const int32_t* o = offs.ptr<const int32_t>();
-  run_rows_in(a, b1, o, groups, none, out1, rp1, s, false, ctx, stream);
-  run_rows_in(a, b2, o, groups, none, out2, rp2, s, reads_a_copy(rp1, k), ctx, stream);
+  run_rows(a, {{b1, none, out1}, {b2, none, out2}}, offs.ptr<const int32_t>(), groups, ctx);
 }
 
 void grouped_gemm_k(const QuantizedOperand& a, const QuantizedOperand& b, const TensorView& offs,
                     TensorView& out, const Context& ctx) {
-  const int64_t n = a.codes.size(0), k = b.codes.size(0), t = a.codes.size(1) * 2;
-  if (offs.size(0) == 0 || n == 0 || k == 0) return;
-  DeviceGuard guard(out.device_index);
-  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
-  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, offs.size(0)), out.device_index,
-                  stream);
-  run_tokens_in(a, b, offs, out, scratch, false, ctx, stream);
+  run_tokens({{&a, &out}}, b, offs, ctx);
 }
 
 void grouped_gemm_k_pair(const QuantizedOperand& a1, const QuantizedOperand& a2,
                          const QuantizedOperand& b, const TensorView& offs, TensorView& out1,
                          TensorView& out2, const Context& ctx) {
-  const int64_t n = a1.codes.size(0), k = b.codes.size(0), t = a1.codes.size(1) * 2;
-  if (offs.size(0) == 0 || n == 0 || k == 0) return;
-  DeviceGuard guard(out1.device_index);
-  cudaStream_t stream = static_cast<cudaStream_t>(ctx.cuda_stream);
-  Scratch scratch(ctx, grouped_gemm_k_workspace_bytes(n, k, t, offs.size(0)), out1.device_index,
-                  stream);
-  run_tokens_in(a1, b, offs, out1, scratch, false, ctx, stream);
-  run_tokens_in(a2, b, offs, out2, scratch, t > 0, ctx, stream);
+  run_tokens({{&a1, &out1}, {&a2, &out2}}, b, offs, ctx);
 }
 
 }  // namespace f46::cuda
