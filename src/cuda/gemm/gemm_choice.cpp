@@ -25,21 +25,17 @@ bool fused_fp4_plan_auto(int64_t m, int64_t n, int64_t k, int groups) {
   return x > kFusedMinX && work >= kFusedMinWork;
 }
 
-// Plan (c) drops plan (a)'s copy of the weight (E*N*K elements) but its mainloop is slower than
-// CUTLASS's: per FLOP a gain proportional to E/M against a fixed loss, so the rule is a threshold
-// on E/M = 1/(average rows per group). Measured on the M-grouped GEMM shapes of the four bench
-// layers (bench/RESULTS.md "Plans (a) and (c) on the layer's GEMMs", H100 2026-12-07): plan
-// (c)'s time over plan (a)'s is 1.04-1.23 at E/M = 4.9e-4 (Mixtral, DSv3), 0.90-0.96 at 9.8e-4
-// (gpt-oss) and 0.73-0.79 at 2.0e-3 (Qwen3); the line through them crosses 1 at ~7.3e-4. Plan (c)
-// also ran ahead of plan (b) on every measured shape, so it takes precedence where both apply.
-// Same size floor as plan (b); same bits as plan (a) (tests/cpp/cuda/test_cuda_gemm_w4.cpp).
-constexpr double kWeight4MinGroupsPerRow = 7.3e-4;
-
+// Plan (c) drops plan (a)'s copy of the weight (E*N*K elements) for a mainloop of its own. Since
+// its per-warpgroup epilogue (4994e05) it measured ahead of plan (a) on every benchmark shape
+// (bench/RESULTS.md "GEMM plans", H100 2026-12-07, b480b7a: 0.84-0.92x BF16 against 0.61-0.90x,
+// the four dense shapes included), so it is taken wherever it applies, with plan (b)'s size
+// floor (nothing smaller was measured). Plan (c) also ran ahead of plan (b) on every measured
+// shape, so it takes precedence where both apply. Same bits as plan (a)
+// (tests/cpp/cuda/test_cuda_gemm_w4.cpp).
 bool weight4_plan_auto(int64_t m, int64_t n, int64_t k, int groups) {
-  if (m <= 0 || n <= 0 || k <= 0) return false;
-  const double x = static_cast<double>(groups) / static_cast<double>(m);
+  if (m <= 0 || n <= 0 || k <= 0 || groups <= 0) return false;
   const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  return x > kWeight4MinGroupsPerRow && work >= kFusedMinWork;
+  return work >= kFusedMinWork;
 }
 
 GemmRoute choose_gemm_route(const GemmCase& c) {

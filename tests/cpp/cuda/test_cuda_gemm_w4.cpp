@@ -82,16 +82,16 @@ const W4Case kW4Cases[] = {
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaGemmW4, testing::ValuesIn(kW4Cases), w4_name);
 
-// The automatic rule (gemm_choice.cpp) takes plan (c) for many groups per row (8 groups of 1024
-// rows, E/M = 9.8e-4, 2^33 multiply-adds) and plan (a) for few (4 groups of 2048 rows): plan (c)
+// The automatic rule (gemm_choice.cpp) takes plan (c) at and above the measured sizes (8 and 4
+// groups of 8192 x 1024 x 1024, 2^33 multiply-adds) and plan (a) below them (4096 rows): plan (c)
 // launched or not, and the same bytes as plan (a) either way.
-TEST(CudaGemmW4Auto, ManyGroupsPerRowTakePlanC) {
+TEST(CudaGemmW4Auto, MeasuredSizesTakePlanC) {
   SKIP_WITHOUT_CUDA();
-  for (int groups : {8, 4}) {
-    const PlanProblemSpec spec{8192,
+  for (const auto& [rows, groups] : {std::pair{8192, 8}, std::pair{8192, 4}, std::pair{4096, 4}}) {
+    const PlanProblemSpec spec{rows,
                                1024,
                                1024,
-                               std::vector<int32_t>(groups, 8192 / groups),
+                               std::vector<int32_t>(groups, rows / groups),
                                AmaxScope::kGroup,
                                AmaxScope::kGroup,
                                100,
@@ -100,12 +100,12 @@ TEST(CudaGemmW4Auto, ManyGroupsPerRowTakePlanC) {
     PlanProblem prob(spec);
     const uint64_t before = cuda::gemm_detail::w4_launches();
     const HostTensor out_auto = prob.run(GemmPlan::kAuto, DType::kBFloat16);
-    EXPECT_EQ(cuda::gemm_detail::w4_launches() - before, groups == 8 ? 1u : 0u)
-        << groups << " groups";
+    EXPECT_EQ(cuda::gemm_detail::w4_launches() - before, rows == 8192 ? 1u : 0u)
+        << rows << " rows, " << groups << " groups";
     const HostTensor out_a = prob.run(GemmPlan::kDequantBf16, DType::kBFloat16);
     int64_t first = -1;
     EXPECT_EQ(prob.differing_rows(out_a, out_auto, first), 0)
-        << groups << " groups, first differing row " << first;
+        << rows << " rows, " << groups << " groups, first differing row " << first;
   }
 }
 
