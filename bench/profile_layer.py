@@ -6,7 +6,10 @@ CUDA kernels of F46_PROFILE_REPS layer steps (after warm-up); kernel time is sum
 category (GEMM, quantize by kind, dequantize, amax, pad/unpad, elementwise/other) and printed
 per step next to the BF16 layer's step and its GEMM time (the floor). F46_PROFILE_TOP=n also
 prints the n largest kernels by name; F46_PROFILE_PLAN (default "auto") forces the recipe's
-gemm_plan, F46_PROFILE_SHAPES=Mixtral,DSv3 keeps those shapes.
+gemm_plan, F46_PROFILE_SHAPES=Mixtral,DSv3 keeps those shapes. F46_PROFILE_TWO_PASS=1 also
+profiles each mode with the grouped weights' amaxes as a pass of their own before
+quantize_experts (ops.amax + ops.quantize_experts in place of ops.amax_quantize_experts, bitwise
+the same), the A/B of the one-pass kernel in one process.
 """
 
 from __future__ import annotations
@@ -29,13 +32,16 @@ REPS = int(os.environ.get("F46_PROFILE_REPS", "3"))
 TOP = int(os.environ.get("F46_PROFILE_TOP", "12"))
 SHAPES = os.environ.get("F46_PROFILE_SHAPES", "")  # comma-separated names, default all
 PLAN = os.environ.get("F46_PROFILE_PLAN", "auto")  # the recipe's gemm_plan ("c": plan (c) forced)
+TWO_PASS = os.environ.get("F46_PROFILE_TWO_PASS", "0") == "1"
 
 # First match wins: (category, regex on the demangled kernel name).
 CATEGORIES = [
     ("quantize lean rows", r"quantize_rows_lean|lean_tensor"),
     ("quantize lean row+col", r"rowcol_lean"),
+    ("quantize 16x16 + weights' amax (one pass)", r"experts_amax_kernel"),
     ("quantize lean 16x16", r"quad_kernel"),
     ("quantize tile", r"quantize_tile_kernel"),
+    ("quantize lean cols (group)", r"cols_group"),
     ("gemm operand dequantize (plan a)", r"dequant_bf16_kernel"),
     ("dequantize", r"dequantize"),
     ("quantize other", r"quantize"),
@@ -92,6 +98,17 @@ def summarize(label: str, times: dict[str, float], bf16_ms: float, bf16_gemm: fl
             print(f"  {ms:8.3f} ms  [{category(name)}]  {name[:150]}")
 
 
+def two_pass_weights(w, *, rule, scale_bound, block, columnwise):
+    """ops.amax_quantize_experts as the amax pass and quantize_experts (the A/B's baseline)."""
+    e, n, k = w.shape
+    offs = torch.arange(1, e + 1, device=w.device, dtype=torch.int32) * n
+    amax = f46.ops.amax(w.reshape(e * n, k), scope="group", offsets=offs)
+    out = f46.ops.quantize_experts(
+        w, amax, rule=rule, scale_bound=scale_bound, block=block, columnwise=columnwise
+    )
+    return (amax, *out)
+
+
 def main() -> None:
     gen = torch.Generator().manual_seed(0)
     dev = torch.device(bench_layer.DEVICE)
@@ -109,13 +126,18 @@ def main() -> None:
         bf16_ms = sum(bt.values())
         bf16_gemm = sum(ms for n, ms in bt.items() if category(n).startswith("gemm"))
         label = f"{name} E{e} T{t} D{d} F{f}"
+        one_pass = f46.ops.amax_quantize_experts
         for mode in ("quantized", "dequantized"):
-            recipe = f46.Recipe(backward_override=mode, gemm_plan=PLAN)
-            layer = f46_layer(w1, w2, w3, recipe, dev)
-            ft = kernel_times(lambda: f46_step(layer, x, counts, gy))
-            plan = "" if PLAN == "auto" else f", plan {PLAN}"
-            summarize(f"{label}, f46 4/6 {mode} bwd{plan}", ft, bf16_ms, bf16_gemm)
-            del layer
+            for two in (False, True) if TWO_PASS else (False,):
+                f46.ops.amax_quantize_experts = two_pass_weights if two else one_pass
+                recipe = f46.Recipe(backward_override=mode, gemm_plan=PLAN)
+                layer = f46_layer(w1, w2, w3, recipe, dev)
+                ft = kernel_times(lambda: f46_step(layer, x, counts, gy))
+                plan = "" if PLAN == "auto" else f", plan {PLAN}"
+                plan += ", weights' amax a pass of its own" if two else ""
+                summarize(f"{label}, f46 4/6 {mode} bwd{plan}", ft, bf16_ms, bf16_gemm)
+                del layer
+        f46.ops.amax_quantize_experts = one_pass
         del x, gy, w1, w2, w3
         torch.cuda.empty_cache()
 

@@ -40,6 +40,14 @@ F46_BACKEND_FUNCTIONS
 // weight kernel applies, else one quantize per expert.
 void quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
                       QuantizedOutputs& out, const Context& ctx);
+// amax_quantize_experts (validated, E >= 1): the amaxes and the 16x16 weights in one pass where
+// the bf16 16x16 weights kernel applies, else amax_row_groups and quantize_experts.
+void amax_quantize_experts(const TensorView& w, TensorView& amax, const QuantizeConfig& cfg,
+                           QuantizedOutputs& out, const Context& ctx);
+// amax with group scope over x (R, C) in groups of group_rows rows (out: R / group_rows groups;
+// no offsets tensor): the experts' amaxes of a packed (E, N, K) weight viewed as (E*N, K).
+void amax_row_groups(const TensorView& x, int64_t group_rows, TensorView& out,
+                     const Context& ctx);
 // The pairs (validated): two GEMMs sharing one operand's BF16 copy.
 void grouped_gemm_m_pair(const QuantizedOperand& a, const QuantizedOperand& b1,
                          const QuantizedOperand& b2, const TensorView& offs, TensorView& out1,

@@ -20,6 +20,13 @@ void quantize_experts(const TensorView&, const TensorView&, const QuantizeConfig
 void dequantize(const TensorView&, const TensorView&, const GlobalAmax&, float, TensorView&,
                 const Context&) { absent("dequantize"); }
 void amax(const TensorView&, const AmaxConfig&, TensorView&, const Context&) { absent("amax"); }
+void amax_quantize_experts(const TensorView&, TensorView&, const QuantizeConfig&,
+                           QuantizedOutputs&, const Context&) {
+  absent("amax_quantize_experts");
+}
+void amax_row_groups(const TensorView&, int64_t, TensorView&, const Context&) {
+  absent("amax_row_groups");
+}
 void gemm(const QuantizedOperand&, const QuantizedOperand&, const TensorView&, TensorView&,
           const Context&) { absent("gemm"); }
 void grouped_gemm_m(const QuantizedOperand&, const QuantizedOperand&, const TensorView&,

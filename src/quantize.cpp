@@ -213,8 +213,12 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
     cuda::quantize(x, amax, cfg, out, ctx);
 }
 
-void quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
-                      QuantizedOutputs& out, const Context& ctx) {
+namespace {
+
+// quantize_experts' arguments: w (E, N, K), amax (E) float32, the outputs of cfg; each expert a
+// valid quantize call of its own.
+void check_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
+                   const QuantizedOutputs& out) {
   F46_CHECK(w.defined() && w.ndim == 3, "w must be 3-D (E, N, K), got ", w.describe());
   const int64_t e = w.size(0), n = w.size(1), k = w.size(2);
   check::dtype(amax, "amax", DType::kFloat32);
@@ -232,14 +236,41 @@ void quantize_experts(const TensorView& w, const TensorView& amax, const Quantiz
     const ExpertViews v = expert_views(w, amax, out, cfg, g);
     check_quantize(v.x, v.amax, cfg, v.out);
   }
-  if (e == 0) return;
-  if (w.device == Device::kCPU) {
-    for (int64_t g = 0; g < e; ++g) {
-      ExpertViews v = expert_views(w, amax, out, cfg, g);
-      cpu::quantize(v.x, v.amax, cfg, v.out, ctx);
-    }
-  } else {
+}
+
+void cpu_quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
+                          QuantizedOutputs& out, const Context& ctx) {
+  for (int64_t g = 0; g < w.size(0); ++g) {
+    ExpertViews v = expert_views(w, amax, out, cfg, g);
+    cpu::quantize(v.x, v.amax, cfg, v.out, ctx);
+  }
+}
+
+}  // namespace
+
+void quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
+                      QuantizedOutputs& out, const Context& ctx) {
+  check_experts(w, amax, cfg, out);
+  if (w.size(0) == 0) return;
+  if (w.device == Device::kCPU)
+    cpu_quantize_experts(w, amax, cfg, out, ctx);
+  else
     cuda::quantize_experts(w, amax, cfg, out, ctx);
+}
+
+void amax_quantize_experts(const TensorView& w, TensorView& amax, const QuantizeConfig& cfg,
+                           QuantizedOutputs& out, const Context& ctx) {
+  check_experts(w, amax, cfg, out);
+  check::contiguous(amax, "amax");
+  if (w.size(0) == 0) return;
+  if (w.device == Device::kCPU) {
+    for (int64_t g = 0; g < w.size(0); ++g) {  // each expert's N9 amax (tensor scope)
+      TensorView a = narrow0(amax, g, 1);
+      cpu::amax(select0(w, g), AmaxConfig{}, a, ctx);
+    }
+    cpu_quantize_experts(w, amax, cfg, out, ctx);
+  } else {
+    cuda::amax_quantize_experts(w, amax, cfg, out, ctx);
   }
 }
 

@@ -108,19 +108,25 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_op(
 // the group scope; f46::quantize_experts), written into the (E, ...) outputs: codes
 // (E, N, K/2), scales (E, N, K/16) and, when columnwise, codes_t (E, K, N/2), scales_t
 // (E, K, N/16). One op instead of E quantize calls and a stack copy of their outputs.
+// amax undefined: amax_quantize_experts, the amaxes (E) computed too (f46::amax_quantize_experts).
 template <class Env>
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_experts_op(
-    const at::Tensor& w, const at::Tensor& amax, c10::string_view rule, double scale_bound,
-    int64_t block, bool columnwise) {
-  check_dim(w, 3, "quantize_experts", "w", "(E, N, K)");
-  check_dim(amax, 1, "quantize_experts", "amax", "(E)");
-  TORCH_CHECK(amax.sym_size(0) == w.sym_size(0),
-              "f46::quantize_experts: `amax` must have E = ", w.sym_size(0),
-              " elements (one per expert), got ", amax.sym_size(0));
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> experts_op(
+    const at::Tensor& w, at::Tensor amax, c10::string_view rule, double scale_bound, int64_t block,
+    bool columnwise, const char* op) {
+  check_dim(w, 3, op, "w", "(E, N, K)");
+  const bool compute_amax = !amax.defined();
+  if (compute_amax) {
+    amax = at::empty_symint({w.sym_size(0)}, w.options().dtype(at::kFloat));
+  } else {
+    check_dim(amax, 1, op, "amax", "(E)");
+    TORCH_CHECK(amax.sym_size(0) == w.sym_size(0), "f46::", op,
+                ": `amax` must have E = ", w.sym_size(0), " elements (one per expert), got ",
+                amax.sym_size(0));
+  }
   QuantizeConfig cfg;
-  cfg.rule = parse_rule(std::string(rule), "quantize_experts");
+  cfg.rule = parse_rule(std::string(rule), op);
   cfg.scale_bound = static_cast<float>(scale_bound);
-  cfg.block = parse_block(block, "quantize_experts");
+  cfg.block = parse_block(block, op);
   cfg.columnwise = columnwise;
 
   const c10::SymInt e = w.sym_size(0), n = w.sym_size(1), k = w.sym_size(2);
@@ -132,11 +138,34 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_experts_op(
   if constexpr (Env::kRun) {
     Env env(w);
     const TensorView wv = to_view(w, "w");
-    const TensorView av = to_view(amax, "amax");
+    TensorView av = to_view(amax, "amax");
     QuantizedOutputs out = output_views(true, columnwise, codes, scales, codes_t, scales_t);
-    call_f46([&] { f46::quantize_experts(wv, av, cfg, out, env.ctx()); });
+    if (compute_amax)
+      call_f46([&] { f46::amax_quantize_experts(wv, av, cfg, out, env.ctx()); });
+    else
+      call_f46([&] { f46::quantize_experts(wv, av, cfg, out, env.ctx()); });
   }
+  return {amax, codes, scales, codes_t, scales_t};
+}
+
+template <class Env>
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_experts_op(
+    const at::Tensor& w, const at::Tensor& amax, c10::string_view rule, double scale_bound,
+    int64_t block, bool columnwise) {
+  TORCH_CHECK(amax.defined(), "f46::quantize_experts: `amax` is undefined");
+  auto [a, codes, scales, codes_t, scales_t] =
+      experts_op<Env>(w, amax, rule, scale_bound, block, columnwise, "quantize_experts");
   return {codes, scales, codes_t, scales_t};
+}
+
+// quantize_experts with the experts' amaxes computed too: (amax (E), codes, scales, codes_t,
+// scales_t).
+template <class Env>
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> amax_quantize_experts_op(
+    const at::Tensor& w, c10::string_view rule, double scale_bound, int64_t block,
+    bool columnwise) {
+  return experts_op<Env>(w, at::Tensor(), rule, scale_bound, block, columnwise,
+                         "amax_quantize_experts");
 }
 
 template <class Env>
@@ -413,6 +442,7 @@ namespace f46::torch_ext {
   do {                                                                                  \
     m.impl("quantize", &::f46::torch_ext::quantize_op<Env>);                            \
     m.impl("quantize_experts", &::f46::torch_ext::quantize_experts_op<Env>);            \
+    m.impl("amax_quantize_experts", &::f46::torch_ext::amax_quantize_experts_op<Env>);  \
     m.impl("dequantize", &::f46::torch_ext::dequantize_op<Env>);                        \
     m.impl("amax", &::f46::torch_ext::amax_op<Env>);                                    \
     m.impl("gemm", &::f46::torch_ext::gemm_op<Env>);                                    \

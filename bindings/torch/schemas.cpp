@@ -12,6 +12,9 @@ TORCH_LIBRARY(f46, m) {
       "quantize_experts(Tensor w, Tensor amax, str rule, float scale_bound, int block, "
       "bool columnwise) -> (Tensor codes, Tensor scales, Tensor codes_t, Tensor scales_t)");
   m.def(
+      "amax_quantize_experts(Tensor w, str rule, float scale_bound, int block, bool columnwise) "
+      "-> (Tensor amax, Tensor codes, Tensor scales, Tensor codes_t, Tensor scales_t)");
+  m.def(
       "dequantize(Tensor codes, Tensor scales, Tensor amax, Tensor? offsets, str scope, "
       "float scale_bound, ScalarType dtype) -> Tensor");
   m.def("amax(Tensor x, str scope, Tensor? offsets, bool rht_columns) -> Tensor");

@@ -77,6 +77,13 @@ void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig&
 void quantize_experts(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
                       QuantizedOutputs& out, const Context& ctx = {});
 
+// quantize_experts with the amaxes computed too: amax (E) float32 (contiguous) receives each
+// expert's N9 amax (AmaxScope::kTensor of w[g]), then the experts are quantized with it;
+// bitwise amax + quantize_experts. On CUDA the bf16 16x16 weights take one pass that reads
+// each expert for its tiles again while it is still in L2 (small experts: half the DRAM reads).
+void amax_quantize_experts(const TensorView& w, TensorView& amax, const QuantizeConfig& cfg,
+                           QuantizedOutputs& out, const Context& ctx = {});
+
 // Dequantize codes/scales (rows, cols/2)/(rows, cols/16) with the global amax used to make them
 // (scope/offsets over rows as in quantize; N8). out: (rows, cols) bf16/fp16/fp32.
 void dequantize(const TensorView& codes, const TensorView& scales, const GlobalAmax& amax,

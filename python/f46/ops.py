@@ -103,6 +103,20 @@ def quantize_experts(
     return _ops.quantize_experts(w, amax, rule, float(scale_bound), int(block), columnwise)
 
 
+def amax_quantize_experts(
+    w: Tensor,
+    *,
+    rule: str = "mae",
+    scale_bound: float = 256.0,
+    block: int = 16,
+    columnwise: bool = False,
+) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+    """quantize_experts with each expert's N9 amax computed too (on CUDA in the same pass for the
+    bf16 16x16 weights). Returns (amax (E) float32, codes, scales, codes_t, scales_t); bitwise
+    amax per expert + quantize_experts."""
+    return _ops.amax_quantize_experts(w, rule, float(scale_bound), int(block), columnwise)
+
+
 def dequantize(
     codes: Tensor,
     scales: Tensor,

@@ -151,14 +151,12 @@ def quantize_weight(w: torch.Tensor, recipe: Recipe, columnwise: bool = False) -
     else:
         e = w.shape[0]
         w2 = w.contiguous().view(e * n, k)
-        offs = expert_row_offsets(e, n, w.device)
-        amax = ops.amax(w2, scope="group", offsets=offs)  # (E)
-        # Each expert with its amax as a per-tensor amax: N2's group scope over the (E*N, K)
-        # view, bitwise (tests/python/test_quantize_weight_experts.py), with the tuned
-        # per-tensor weight kernels, one launch for small experts, each columnwise output in
-        # its own (K, N/2) slab.
-        c, s, ct, st = ops.quantize_experts(
-            w2.view(e, n, k), amax, columnwise=columnwise, **recipe.quantize_kwargs("weight")
+        # Each expert with its amax (E) as a per-tensor amax: N2's group scope over the
+        # (E*N, K) view, bitwise (tests/python/test_quantize_weight_experts.py), with the tuned
+        # per-tensor weight kernels, the amaxes in the same pass (each expert's tiles read
+        # again while in L2), each columnwise output in its own (K, N/2) slab.
+        amax, c, s, ct, st = ops.amax_quantize_experts(
+            w2.view(e, n, k), columnwise=columnwise, **recipe.quantize_kwargs("weight")
         )
     return QuantizedWeight(
         c,

@@ -3,6 +3,8 @@
 // (E*N, K) view (N2). Its argument errors: test_quantize_validation.cpp.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "test_quantize_util.h"
@@ -67,6 +69,40 @@ TEST(QuantizeExpertsGroupScope, RowwiseEqualsGroupScopeBitwise) {
       const test::Quantized want = test::quantize_host(w2, group, cfg);
       EXPECT_EQ(c.codes.bytes(), want.codes.bytes()) << rule_name(rule);
       EXPECT_EQ(c.scales.bytes(), want.scales.bytes()) << rule_name(rule);
+    }
+  }
+}
+
+// amax_quantize_experts: the amaxes of f46::amax per expert (N9: a NaN expert gives its NaN
+// pattern, an all-zero expert 0), and the outputs of quantize_experts with them.
+TEST(AmaxQuantizeExperts, EqualsAmaxThenQuantizeExperts) {
+  for (bool columnwise : {false, true}) {
+    ExpertsCase c(5, 32, 48, 21);
+    c.w.set(2 * 32 * 48 + 77, std::numeric_limits<float>::quiet_NaN());
+    c.w.set(3 * 32 * 48 + 5, -std::numeric_limits<float>::infinity());
+    for (int64_t i = 0; i < 32 * 48; ++i) c.w.set(4 * 32 * 48 + i, 0.0f);
+    QuantizeConfig cfg;
+    cfg.block = Block::k16x16;
+    cfg.columnwise = columnwise;
+    HostTensor amax(DType::kFloat32, std::vector<int64_t>{c.e});
+    amax.fill_bytes(0xAB);
+    QuantizedOutputs out = outputs(c, cfg);
+    amax_quantize_experts(c.w.view(), amax.view(), cfg, out);
+    ExpertsCase want(5, 32, 48, 21);
+    want.w = c.w;
+    for (int64_t g = 0; g < c.e; ++g) {
+      const float a = test::amax_host(c.expert(g), AmaxScope::kTensor)[0];
+      EXPECT_EQ(test::float_bits(amax.get(g)), test::float_bits(a)) << "expert " << g;
+      want.amax.set(g, a);
+    }
+    QuantizedOutputs want_out = outputs(want, cfg);
+    quantize_experts(want.w.view(), want.amax.view(), cfg, want_out);
+    EXPECT_TRUE(std::isnan(amax.get(2)) && std::isinf(amax.get(3)) && amax.get(4) == 0.0f);
+    EXPECT_EQ(c.codes.bytes(), want.codes.bytes());
+    EXPECT_EQ(c.scales.bytes(), want.scales.bytes());
+    if (columnwise) {
+      EXPECT_EQ(c.codes_t.bytes(), want.codes_t.bytes());
+      EXPECT_EQ(c.scales_t.bytes(), want.scales_t.bytes());
     }
   }
 }

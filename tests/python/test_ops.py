@@ -119,6 +119,17 @@ def case_quantize_experts(d):
     return "quantize_experts", (w, am, "mae", 256.0, 16, True)
 
 
+def case_amax_quantize_experts(d):
+    w = randn((3, 32, 48), d, seed=24)
+    w[1] = 0.0  # an all-zero expert: amax 0
+    return "amax_quantize_experts", (w, "mae", 256.0, 16, True)
+
+
+def case_amax_quantize_experts_rowwise(d):
+    w = randn((5, 16, 160), d, seed=25)
+    return "amax_quantize_experts", (w, "mse", 448.0, 16, False)
+
+
 def case_quantize_gradient_sr_rht(d):
     x = randn((32, 64), d, seed=5)
     am = ops.amax(x)
@@ -260,6 +271,8 @@ CASES = [
     case_quantize_virtual_pad,
     case_quantize_16x16,
     case_quantize_experts,
+    case_amax_quantize_experts,
+    case_amax_quantize_experts_rowwise,
     case_quantize_gradient_sr_rht,
     case_quantize_columnwise_only,
     case_dequantize,
@@ -294,6 +307,7 @@ def test_every_op_has_a_case():
     assert names == {
         "quantize",
         "quantize_experts",
+        "amax_quantize_experts",
         "dequantize",
         "amax",
         "gemm",

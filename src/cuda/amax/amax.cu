@@ -68,4 +68,30 @@ void amax(const TensorView& x, const AmaxConfig& cfg, TensorView& out, const Con
   }
 }
 
+void amax_row_groups(const TensorView& x, int64_t group_rows, TensorView& out, const Context& ctx) {
+  AmaxParams p;
+  p.x = x.data;  // x: (R, C), R = groups x group_rows
+  p.x_stride = x.strides[0];
+  p.rows = x.size(0);
+  p.cols = x.size(1);
+  p.scope = ScopeKind::kGroup;
+  p.num_groups = static_cast<int>(out.size(0));
+  p.group_rows = group_rows;
+  p.out = out.ptr<uint32_t>();
+  p.vec_load = aligned_to(x.data, 16) && (p.x_stride * dtype_size(x.dtype)) % 16 == 0;
+  const cudaStream_t stream = stream_of(ctx);
+  F46_CHECK_CUDA(cudaMemsetAsync(p.out, 0, out.numel() * sizeof(float), stream));
+  if (p.rows == 0 || p.cols == 0) return;
+  switch (x.dtype) {
+    case DType::kBFloat16:
+      return launch_amax<Bf16>(p, false, 0, stream);
+    case DType::kFloat16:
+      return launch_amax<F16>(p, false, 0, stream);
+    case DType::kFloat32:
+      return launch_amax<F32>(p, false, 0, stream);
+    default:
+      F46_CHECK(false, "amax: x must be bf16/fp16/fp32, got ", x.describe());
+  }
+}
+
 }  // namespace f46::cuda

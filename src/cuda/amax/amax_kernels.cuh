@@ -21,6 +21,7 @@ struct AmaxParams {
   ScopeKind scope = ScopeKind::kTensor;
   const int32_t* offsets = nullptr;
   int num_groups = 0;
+  int64_t group_rows = 0;   // kGroup without offsets: groups of group_rows rows (amax_row_groups)
   uint32_t* out = nullptr;  // float32 bits: (1), (rows) or (num_groups)
 };
 
@@ -38,7 +39,8 @@ __device__ __forceinline__ void flush_max(uint32_t* out, int target, int limit, 
 template <typename T>
 __global__ void __launch_bounds__(kAmaxThreads) amax_rows_kernel(const AmaxParams p) {
   extern __shared__ int32_t s_offs[];
-  if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
+  if (p.scope == ScopeKind::kGroup && p.group_rows == 0)
+    stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
   const int lane = threadIdx.x & 31;
   const int64_t warp = static_cast<int64_t>(blockIdx.x) * kAmaxWarps + (threadIdx.x >> 5);
   const int64_t num_warps = static_cast<int64_t>(gridDim.x) * kAmaxWarps;
@@ -68,7 +70,9 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_rows_kernel(const AmaxParam
       p.out[r] = m;
       continue;
     }
-    const int target = p.scope == ScopeKind::kTensor ? 0 : group_of_row(s_offs, p.num_groups, r);
+    const int target = p.scope == ScopeKind::kTensor ? 0
+                       : p.group_rows > 0            ? static_cast<int>(r / p.group_rows)
+                                                     : group_of_row(s_offs, p.num_groups, r);
     if (target != cur) {
       flush_max(p.out, cur, limit, cur_m);
       cur = target;
@@ -84,7 +88,8 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_rows_kernel(const AmaxParam
 template <typename T>
 __global__ void __launch_bounds__(kAmaxThreads) amax_rht_columns_kernel(const AmaxParams p) {
   extern __shared__ int32_t s_offs[];
-  if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
+  if (p.scope == ScopeKind::kGroup && p.group_rows == 0)
+    stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kAmaxThreads + threadIdx.x;
   const int64_t rb0 = static_cast<int64_t>(blockIdx.y) * kRhtRowBlocksPerThread;
   const int64_t row_blocks = p.rows / 16;

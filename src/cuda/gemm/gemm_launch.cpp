@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
-#include <mutex>
 #include <optional>
 #include <utility>
 
 #include "backend.h"
 #include "cuda/common/cuda_check.h"
+#include "cuda/common/scratch_pool.h"
 #include "cuda/gemm/gemm_choice.h"
 #include "fused_fp4_gemm.h"
 #include "gemm_kernels.h"
@@ -45,27 +45,6 @@ class DeviceGuard {
  private:
   int prev_ = 0;
 };
-
-// The library's stream-ordered pool of `device`: keeps its memory between calls (release
-// threshold = max) so that a GEMM call after a synchronisation does not map fresh pages.
-cudaMemPool_t scratch_pool(int device) {
-  static std::mutex mu;
-  static cudaMemPool_t pools[64] = {};
-  F46_CHECK(device >= 0 && device < 64, "CUDA device index out of range: ", device);
-  std::lock_guard<std::mutex> lock(mu);
-  if (pools[device] == nullptr) {
-    cudaMemPoolProps props = {};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    cudaMemPool_t pool = nullptr;
-    F46_CHECK_CUDA(cudaMemPoolCreate(&pool, &props));
-    uint64_t keep = UINT64_MAX;
-    F46_CHECK_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
-    pools[device] = pool;
-  }
-  return pools[device];
-}
 
 // The call's scratch: ctx.workspace when given, else a stream-ordered allocation from the
 // library's pool (graph capturable), freed stream-ordered at the end of the call.

@@ -1,10 +1,12 @@
 // f46::cuda::quantize: fills QuantizeParams from the (already validated) public arguments and
-// launches the kernel for the mode (docs/numerics.md N2-N7). No host synchronisation, no
-// allocation: CUDA-graph capturable on ctx.cuda_stream.
+// launches the kernel for the mode (docs/numerics.md N2-N7). No host synchronisation; the one
+// allocation (amax_quantize_experts' ticket counters) is stream-ordered from the library's pool:
+// CUDA-graph capturable on ctx.cuda_stream.
 #include "backend.h"
 #include "cuda/common/cuda_check.h"
 #include "cuda/common/element_types.h"
 #include "cuda/common/launch_utils.h"
+#include "cuda/common/scratch_pool.h"
 #include "cuda/quantize/quantize_choice.h"
 #include "cuda/quantize/quantize_launch.h"
 #include "experts.h"
@@ -169,6 +171,41 @@ void launch(DType dtype, const QuantizeParams& p, const QuantizeLaunch& l, const
   }
 }
 
+// quantize_experts' one launch: the experts' outputs at their strides, 16-byte aligned.
+bool batch_aligned(const TensorView& w, const QuantizeConfig& cfg, const QuantizedOutputs& out) {
+  return (w.strides[0] * dtype_size(w.dtype)) % 16 == 0 &&
+         (!cfg.rowwise || (out.codes.strides[0] % 16 == 0 && out.scales.strides[0] % 4 == 0)) &&
+         (!cfg.columnwise ||
+          (out.codes_t.strides[0] % 16 == 0 && out.scales_t.strides[0] % 4 == 0));
+}
+void set_batch(const TensorView& w, const TensorView& amax, const QuantizeConfig& cfg,
+               const QuantizedOutputs& out, QuantizeParams& p, QuantizeLaunch& l) {
+  l.batch = static_cast<int>(w.size(0));
+  p.x_batch = w.strides[0];
+  p.amax_batch = amax.strides[0];
+  if (cfg.rowwise) p.codes_batch = out.codes.strides[0], p.scales_batch = out.scales.strides[0];
+  if (cfg.columnwise)
+    p.codes_t_batch = out.codes_t.strides[0], p.scales_t_batch = out.scales_t.strides[0];
+}
+
+// Each expert's N9 amax: one group-scope launch over the (E*N, K) view when the experts' rows
+// are packed (groups of N rows), else one per expert.
+void amax_experts(const TensorView& w, TensorView& amax, const Context& ctx) {
+  const int64_t e = w.size(0), n = w.size(1), k = w.size(2);
+  if (w.strides[0] == n * w.strides[1]) {
+    TensorView rows = w;  // (E*N, K)
+    rows.ndim = 2;
+    rows.shape[0] = e * n, rows.shape[1] = k, rows.shape[2] = 0;
+    rows.strides[0] = w.strides[1], rows.strides[1] = w.strides[2], rows.strides[2] = 0;
+    amax_row_groups(rows, n, amax, ctx);
+    return;
+  }
+  for (int64_t g = 0; g < e; ++g) {
+    TensorView a = narrow0(amax, g, 1);
+    f46::cuda::amax(select0(w, g), AmaxConfig{}, a, ctx);
+  }
+}
+
 }  // namespace
 
 void quantize(const TensorView& x, const GlobalAmax& amax, const QuantizeConfig& cfg,
@@ -185,18 +222,8 @@ void quantize_experts(const TensorView& w, const TensorView& amax, const Quantiz
   QuantizeParams p;
   QuantizeLaunch l;
   if (!prepare(v0.x, v0.amax, cfg, v0.out, p, l)) return;  // empty experts
-  const int64_t es = dtype_size(w.dtype);
-  const bool aligned =
-      (w.strides[0] * es) % 16 == 0 &&
-      (!cfg.rowwise || (out.codes.strides[0] % 16 == 0 && out.scales.strides[0] % 4 == 0)) &&
-      (!cfg.columnwise || (out.codes_t.strides[0] % 16 == 0 && out.scales_t.strides[0] % 4 == 0));
-  if (quad16_batched(l.kernel, e, aligned, l.grid.x, sm_count_current())) {  // one launch
-    l.batch = static_cast<int>(e);
-    p.x_batch = w.strides[0];
-    p.amax_batch = amax.strides[0];
-    if (cfg.rowwise) p.codes_batch = out.codes.strides[0], p.scales_batch = out.scales.strides[0];
-    if (cfg.columnwise)
-      p.codes_t_batch = out.codes_t.strides[0], p.scales_t_batch = out.scales_t.strides[0];
+  if (quad16_batched(l.kernel, e, batch_aligned(w, cfg, out), l.grid.x, sm_count_current())) {
+    set_batch(w, amax, cfg, out, p, l);  // one launch
     launch(w.dtype, p, l, ctx);
     return;
   }
@@ -204,6 +231,39 @@ void quantize_experts(const TensorView& w, const TensorView& amax, const Quantiz
     ExpertViews v = expert_views(w, amax, out, cfg, g);
     f46::cuda::quantize(v.x, v.amax, cfg, v.out, ctx);
   }
+}
+
+void amax_quantize_experts(const TensorView& w, TensorView& amax, const QuantizeConfig& cfg,
+                           QuantizedOutputs& out, const Context& ctx) {
+  const int64_t e = w.size(0), n = w.size(1), k = w.size(2);
+  const ExpertViews v0 = expert_views(w, amax, out, cfg, 0);
+  QuantizeParams p;
+  QuantizeLaunch l;
+  // One pass: the bf16 16x16 weights kernels, experts of packed rows (16-byte vectors of a
+  // chunk never straddle a row end: k % 16 == 0), < 2^31 vectors each, one launch's items.
+  // (A quantize chunk covers as much of x as an amax chunk or more: tickets < 2^32.)
+  const int64_t chunks = (n * k * 2 + kAmaxChunkBytes - 1) / kAmaxChunkBytes;
+  const bool one_pass = n > 0 && k > 0 && (cfg.rowwise || cfg.columnwise) &&
+                        w.dtype == DType::kBFloat16 && w.strides[1] == k && e <= 65535 &&
+                        n * k / 8 < (int64_t{1} << 31) && e * chunks * 2 < (int64_t{1} << 32) &&
+                        prepare(v0.x, v0.amax, cfg, v0.out, p, l) &&
+                        l.kernel == QuantizeKernel::kQuad16 && batch_aligned(w, cfg, out);
+  if (!one_pass) {
+    amax_experts(w, amax, ctx);
+    f46::cuda::quantize_experts(w, amax, cfg, out, ctx);
+    return;
+  }
+  set_batch(w, amax, cfg, out, p, l);
+  const cudaStream_t stream = stream_of(ctx);
+  PoolBuffer sched(static_cast<size_t>(e + 1) * sizeof(uint32_t), w.device_index, stream);
+  F46_CHECK_CUDA(cudaMemsetAsync(sched.get(), 0, static_cast<size_t>(e + 1) * 4, stream));
+  F46_CHECK_CUDA(cudaMemsetAsync(amax.data, 0, static_cast<size_t>(e) * 4, stream));
+  p.sched = static_cast<uint32_t*>(sched.get());
+  p.amax_out = amax.ptr<uint32_t>();
+  p.amax_items = static_cast<uint32_t>(e);
+  p.amax_chunks = static_cast<uint32_t>(chunks);
+  l.with_amax = true;  // the launcher sets quant_chunks and amax_ahead
+  launch(w.dtype, p, l, ctx);
 }
 
 }  // namespace f46::cuda

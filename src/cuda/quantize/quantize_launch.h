@@ -18,6 +18,7 @@ struct QuantizeLaunch {
   bool tile16 = false;      // 16x16 blocks (kTile)
   size_t shared_bytes = 0;  // staged group offsets
   int batch = 1;            // quad16 only: gridDim.y items (QuantizeParams::*_batch strides)
+  bool with_amax = false;   // quad16 batched: the items' amaxes in the same pass (amax_out)
   dim3 grid;
 };
 

@@ -10,6 +10,7 @@
 #include "cuda/quantize/quantize_launch.h"
 #include "cuda/quantize/quantize_lean.cuh"
 #include "cuda/quantize/quantize_quad.cuh"
+#include "cuda/quantize/quantize_quad_amax.cuh"
 #include "cuda/quantize/quantize_rowcol.cuh"
 #include "cuda/quantize/quantize_rows_kernel.cuh"
 #include "cuda/quantize/quantize_tile_kernel.cuh"
@@ -39,6 +40,21 @@ void launch_resident(K kernel, unsigned grid_x, int threads, size_t shared_bytes
   F46_CHECK_LAUNCH(name);
 }
 
+// amax_quantize_experts' pass (quantize_quad_amax.cuh): persistent CTAs over the tickets, the
+// amaxes ahead of the tiles by about the CTAs in flight (their chunks done before they are
+// waited for, and no further: the experts between them stay in L2).
+template <bool kCol, typename K>
+void launch_with_amax(K kernel, QuantizeParams q, cudaStream_t stream, const char* name) {
+  q.quant_chunks = quant_chunks_of<kCol>(q.rows, q.cols);
+  const uint64_t ctas = resident_ctas(kernel, kLeanThreads, 0);
+  const uint64_t per = uint64_t{q.amax_chunks} + q.quant_chunks, total = per * q.amax_items;
+  F46_CHECK(total < (uint64_t{1} << 32), "amax_quantize_experts (CUDA backend limit): ", total,
+            " chunks");
+  q.amax_ahead = static_cast<uint32_t>(std::max<uint64_t>(1, (ctas + per - 1) / per));
+  kernel<<<static_cast<unsigned>(std::min(ctas, total)), kLeanThreads, 0, stream>>>(q);
+  F46_CHECK_LAUNCH(name);
+}
+
 template <typename T, QuantMode M>
 void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cudaStream_t stream) {
   if constexpr (std::is_same_v<T, Bf16>) {
@@ -46,6 +62,11 @@ void launch_quantize_mode(const QuantizeParams& p, const QuantizeLaunch& l, cuda
       return launch_resident(quantize_rows_lean_tensor_kernel<M>, l.grid.x, kLeanThreads, 0, p,
                              stream, "quantize_rows_lean_tensor_kernel");
     if constexpr (M != QuantMode::kGradient) {  // 16x16 takes no gradient mode
+      if (l.kernel == QuantizeKernel::kQuad16 && l.with_amax)
+        return p.columnwise ? launch_with_amax<true>(quantize_experts_amax_kernel<M, true>, p,
+                                                     stream, "quantize_experts_amax_kernel")
+                            : launch_with_amax<false>(quantize_experts_amax_kernel<M, false>, p,
+                                                      stream, "quantize_experts_amax_kernel");
       if (l.kernel == QuantizeKernel::kQuad16) {
         constexpr int kColCtas = kQuadColMinCtas, kRowCtas = kLeanTensorMinCtas;
         auto kernel =

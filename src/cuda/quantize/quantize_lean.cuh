@@ -30,10 +30,10 @@
 #include <cstdint>
 
 #include "common/numerics.h"
+#include "cuda/quantize/block_io.cuh"
 #include "cuda/quantize/grid_rounding.h"
 #include "cuda/quantize/lean_bf16_block.cuh"
 #include "cuda/quantize/quantize_block.cuh"
-#include "cuda/quantize/block_io.cuh"
 #include "cuda/quantize/quantize_params.h"
 
 namespace f46::cuda {

@@ -50,6 +50,13 @@ struct QuantizeParams {
   // item b at these strides (elements of x, bytes of the outputs, floats of amax) from item 0.
   int64_t x_batch = 0, codes_batch = 0, scales_batch = 0, codes_t_batch = 0, scales_t_batch = 0;
   int64_t amax_batch = 0;
+  // amax_quantize_experts' one pass (quantize_quad_amax.cuh): amax_out (amax_items) float32
+  // patterns, zeroed, receive each item's N9 amax; sched: the ticket counter, then each item's
+  // count of finished amax chunks (1 + amax_items, zeroed); per item amax_chunks chunks of x
+  // for the amax and quant_chunks of the tile walk, the amaxes amax_ahead items ahead.
+  uint32_t* amax_out = nullptr;
+  uint32_t* sched = nullptr;
+  uint32_t amax_items = 0, amax_chunks = 0, quant_chunks = 0, amax_ahead = 0;
 };
 
 // Rowwise-only 1x16 kernel: persistent CTAs of kRowThreads, one 16-element block per thread
@@ -78,6 +85,8 @@ inline constexpr int kQuadColMinCtas = 3;
 // ... whose warps take runs of kQuadRun tile rows down one strip (columnwise stores of whole
 // 32-byte sectors).
 inline constexpr int kQuadRun = 4;
+// amax_quantize_experts' one pass: bytes of x per amax chunk (quantize_quad_amax.cuh).
+inline constexpr int64_t kAmaxChunkBytes = 64 * 1024;
 // The bf16 1x16 rowwise + columnwise kernel (quantize_rowcol.cuh): kLeanThreads per CTA, units
 // of 16 rows x 64 columns, each warp taking runs of kRowColRun units down one strip (a column's
 // 32-byte code sector per run), registers bounded for kRowColMinCtas CTAs per SM.

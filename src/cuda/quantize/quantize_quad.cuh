@@ -370,6 +370,48 @@ __device__ __forceinline__ void quad_step(const QuantizeParams& p, const QuadWar
   }
 }
 
+// The columnwise walk (kCol, here and in amax_quantize_experts' pass): warps take runs of kRun
+// tile rows down one strip. The run slots, and slot u's strip and run r; false for a slot of a
+// partial block past the edges (kBatch: blocks of 8 runs x 4 strips, the kernel says why).
+template <bool kBatch, int kRun>
+F46_HD uint32_t quad_run_slots(uint32_t trows, uint32_t spr) {
+  return kBatch ? ((trows + kRun - 1) / kRun + 7) / 8 * ((spr + 3) / 4) * 32
+                : (trows + kRun - 1) / kRun * spr;
+}
+template <bool kBatch, int kRun>
+__device__ __forceinline__ bool quad_run_at(uint32_t u, uint32_t trows, uint32_t spr,
+                                            uint32_t& strip, uint32_t& r) {
+  strip = u % spr, r = u / spr;
+  if constexpr (kBatch) {  // (recomputed per slot: values held across the loop spill)
+    const uint32_t blk = u / 32, i = u % 32, bstrips = (spr + 3) / 4;
+    r = blk / bstrips * 8 + i % 8;
+    strip = blk % bstrips * 4 + i / 8;
+    return !(kRun * r >= trows || strip >= spr);  // uniform over the warp
+  }
+  return true;
+}
+
+// A run's columnwise codes and scales from the warp's run buffers to W^T of `item`: lane
+// column 8 i + lane / 4 of the strip, tile row lane % 4 of the run, a column's 8 * nj code bytes
+// and nj scale bytes per instruction.
+__device__ __forceinline__ void quad_store_run(const QuantizeParams& p, uint32_t item,
+                                               uint32_t strip, uint32_t tr0, uint32_t nj, int lane,
+                                               const uint2* rbuf, const uint8_t* rsbuf) {
+  const uint32_t j = lane % 4;
+#pragma unroll 4
+  for (int i = 0; i < 16; ++i) {
+    const int cs = 8 * i + lane / 4, tt = cs / 16, ci = cs % 16;
+    const int64_t c = int64_t{strip} * kQuadCols + cs;
+    if (c < p.cols && j < nj) {
+      const int64_t ct = int64_t{item} * p.codes_t_batch + c * p.codes_t_stride;
+      *reinterpret_cast<uint2*>(p.codes_t + ct + (tr0 + j) * 8) =
+          rbuf[tt * kQuadTileWords + 5 * ci + j];
+      p.scales_t[int64_t{item} * p.scales_t_batch + c * p.scales_t_stride + tr0 + j] =
+          rsbuf[tt * kQuadTileScales + 4 * ci + j];
+    }
+  }
+}
+
 template <QuantMode M, bool kCol, int kRun = kQuadRun,
           int kMinCtas = kCol ? kQuadColMinCtas : kLeanTensorMinCtas, bool kBatch = false>
 __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
@@ -419,36 +461,17 @@ __global__ void __launch_bounds__(kLeanThreads, kMinCtas)
     // element). There the runs go in blocks of 8 runs x 4 strips, which fill the sectors of
     // both scale outputs (columnwise: 8 runs of a strip; rowwise: 4 strips of a run) together;
     // slots of a partial block past the edges are skipped.
-    const uint32_t n = kBatch ? ((trows + kRun - 1) / kRun + 7) / 8 * ((spr + 3) / 4) * 32
-                              : (trows + kRun - 1) / kRun * spr;
+    const uint32_t n = quad_run_slots<kBatch, kRun>(trows, spr);
     const uint2* rbuf = s_codes_t[warp];
     const uint8_t* rsbuf = s_scales_t[warp];
     for (uint32_t u = blockIdx.x * kQuadWarps + warp; u < n; u += W) {  // uniform
-      uint32_t strip = u % spr, r = u / spr;
-      if constexpr (kBatch) {  // (recomputed here: values held across the loop spill)
-        const uint32_t blk = u / 32, i = u % 32, bstrips = (spr + 3) / 4;
-        r = blk / bstrips * 8 + i % 8;
-        strip = blk % bstrips * 4 + i / 8;
-        if (kRun * r >= trows || strip >= spr) continue;  // uniform over the warp
-      }
+      uint32_t strip, r;
+      if (!quad_run_at<kBatch, kRun>(u, trows, spr, strip, r)) continue;
       const uint32_t tr0 = kRun * r;
       const uint32_t nj = trows - tr0 < kRun ? trows - tr0 : kRun;
       for (uint32_t j = 0; j < nj; ++j) step(tr0 + j, strip, static_cast<int>(j));
       __syncwarp();
-      // Lane: column 8 i + lane / 4 of the strip, tile row lane % 4 of the run.
-      const uint32_t j = lane % 4;
-#pragma unroll 4
-      for (int i = 0; i < 16; ++i) {
-        const int cs = 8 * i + lane / 4, tt = cs / 16, ci = cs % 16;
-        const int64_t c = int64_t{strip} * kQuadCols + cs;
-        if (c < p.cols && j < nj) {
-          const int64_t ct = int64_t{item} * p.codes_t_batch + c * p.codes_t_stride;
-          *reinterpret_cast<uint2*>(p.codes_t + ct + (tr0 + j) * 8) =
-              rbuf[tt * kQuadTileWords + 5 * ci + j];
-          p.scales_t[int64_t{item} * p.scales_t_batch + c * p.scales_t_stride + tr0 + j] =
-              rsbuf[tt * kQuadTileScales + 4 * ci + j];
-        }
-      }
+      quad_store_run(p, item, strip, tr0, nj, lane, rbuf, rsbuf);
       __syncwarp();  // the buffers are written again by the next run
     }
   }

@@ -23,8 +23,8 @@
 
 #include "common/numerics.h"
 #include "cuda/common/tensor_io.cuh"
-#include "cuda/quantize/quantize_block.cuh"
 #include "cuda/quantize/block_io.cuh"
+#include "cuda/quantize/quantize_block.cuh"
 #include "cuda/quantize/quantize_params.h"
 
 namespace f46::cuda {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cuda/cuda_test_util.h"
+#include "cuda/quad_tile_values.h"
 
 namespace f46::test {
 namespace {
@@ -79,6 +80,54 @@ const Case kCases[] = {
     {4, 32, 96, Block::k1x16, Rule::kMAE, true, true},
 };
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaQuantizeExperts, testing::ValuesIn(kCases), case_name);
+
+// The batched 16x16 kernel on experts of quad_tile_values (a third of the tiles tie exactly
+// between the 4/6 candidates, so their choice is the exact errors' in each order; a NaN, an Inf,
+// zero and saturating tiles): both outputs and the columnwise output alone (the kernel's
+// columnwise form, whose columnwise choice of a tied tile is its own); every 16x16 rule, under the
+// amax 6 * bound (the ties exact) and another. 4 experts of 208 x 1040: runs of 4 tile rows and
+// a last of 1, a partial last strip.
+TEST(CudaQuantizeExpertsTiles, EqualsCpuBitwise) {
+  F46_SKIP_WITHOUT_CUDA();
+  const int64_t e = 4, n = 208, k = 1040;
+  const std::vector<float> v = quad_tile_values(e * n, k);  // expert g: rows [g n, (g + 1) n)
+  const Rule rules[] = {Rule::kMAE, Rule::kMSE, Rule::kAbsMax, Rule::kAll6, Rule::kAll4};
+  for (int mode = 0; mode < 5; ++mode) {
+    for (bool rowwise : {true, false}) {
+      QuantizeConfig cfg;
+      cfg.block = Block::k16x16;
+      cfg.rule = rules[mode];
+      cfg.scale_bound = mode % 2 ? 448.0f : 256.0f;
+      cfg.rowwise = rowwise;
+      cfg.columnwise = true;
+      for (float amax : {6.0f * cfg.scale_bound, 1000.0f}) {
+        ExpertsCase host(e, n, k, 3), dev_in(e, n, k, 3);
+        for (ExpertsCase* c : {&host, &dev_in}) {
+          for (int64_t i = 0; i < e * n * k; ++i) c->w.set(i, v[static_cast<size_t>(i)]);
+          c->amax = float_tensor(std::vector<float>(static_cast<size_t>(e), amax));
+        }
+        QuantizedOutputs ho;
+        if (rowwise) ho.codes = host.codes.view(), ho.scales = host.scales.view();
+        ho.codes_t = host.codes_t.view(), ho.scales_t = host.scales_t.view();
+        quantize_experts(host.w.view(), host.amax.view(), cfg, ho);
+        DeviceTensor dw(dev_in.w), da(dev_in.amax), dc(dev_in.codes), ds(dev_in.scales),
+            dct(dev_in.codes_t), dst(dev_in.scales_t);
+        QuantizedOutputs dout;
+        if (rowwise) dout.codes = dc.view(), dout.scales = ds.view();
+        dout.codes_t = dct.view(), dout.scales_t = dst.view();
+        quantize_experts(dw.view(), da.view(), cfg, dout);
+        const std::string what = "mode " + std::to_string(mode) + " rowwise " +
+                                 std::to_string(rowwise) + " amax " + std::to_string(amax);
+        if (rowwise) {
+          EXPECT_EQ(dc.to_host(host.codes).bytes(), host.codes.bytes()) << what;
+          EXPECT_EQ(ds.to_host(host.scales).bytes(), host.scales.bytes()) << what;
+        }
+        EXPECT_EQ(dct.to_host(host.codes_t).bytes(), host.codes_t.bytes()) << what;
+        EXPECT_EQ(dst.to_host(host.scales_t).bytes(), host.scales_t.bytes()) << what;
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace f46::test
