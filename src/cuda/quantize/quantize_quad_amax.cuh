@@ -1,11 +1,12 @@
 // amax_quantize_experts' kernel: the experts' N9 amaxes and their 16x16 quantization (the
-// batched 16x16 weights kernel's walk, quantize_quad.cuh) in one launch, so that an expert's
-// second read (its tiles, after its amax) comes from L2 instead of DRAM where the experts are
-// small (Qwen3-like: 128 experts of 6 MB read twice, ~0.8 ms of a 2.4 GB amax pass).
+// batched 16x16 weights kernel's walk, quantize_quad.cuh) in one launch, meant to read an
+// expert's tiles again from L2 after its amax. Measured (docs/design.md, "16x16 weights"): 2-13 %
+// below the amax pass + the 16x16 kernel, and the small experts it was meant for (Qwen3: 128 of
+// 6 MB) gain least, so the second read mostly misses L2 yet.
 //   - The work is a list of chunks taken in order from a ticket counter by persistent CTAs:
 //     per expert `na` amax chunks (64 KB of x each) and `nq` quantize chunks (one run or a few
 //     steps per warp), expert e's amax chunks `ahead` experts before its quantize chunks
-//     (ticket_chunk), so they are read again while still in L2.
+//     (ticket_chunk), so that they are read again soon after.
 //   - An amax chunk: the integer max of |x| bit patterns (N9, the largest NaN pattern as
 //     f46::amax), one atomicMax per CTA into the expert's amax, then the expert's count of done
 //     chunks raised (release).
