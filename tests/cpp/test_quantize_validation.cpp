@@ -347,6 +347,26 @@ TEST(QuantizeExpertsValidation, ArgumentsAreNamed) {
                "rows % 16 == 0");
 }
 
+// amax_quantize_experts checks as quantize_experts does, and its amax output must be contiguous
+// (it is written whole).
+TEST(QuantizeExpertsValidation, AmaxQuantizeExpertsArgumentsAreNamed) {
+  test::ExpertsCase c(2, 32, 64, 3);
+  QuantizeConfig cfg;
+  cfg.block = Block::k16x16;
+  QuantizedOutputs out = expert_outputs(c, cfg);
+  TensorView am = c.amax.view();
+  expect_error([&] { amax_quantize_experts(select0(c.w.view(), 0), am, cfg, out); },
+               "w must be 3-D");
+  HostTensor am4 = test::float_tensor({0.0f, 0.0f, 0.0f, 0.0f});
+  TensorView strided = am4.view();
+  strided.shape[0] = 2;
+  strided.strides[0] = 2;
+  expect_error([&] { amax_quantize_experts(c.w.view(), strided, cfg, out); }, "amax");
+  HostTensor am3 = test::float_tensor({1.0f, 2.0f, 3.0f});
+  TensorView wrong = am3.view();
+  expect_error([&] { amax_quantize_experts(c.w.view(), wrong, cfg, out); }, "amax");
+}
+
 TEST(QuantizeExpertsValidation, NoExpertsIsANoOp) {
   test::ExpertsCase c(0, 32, 64, 3);
   QuantizeConfig cfg;

@@ -478,6 +478,16 @@ def test_error_quantize_experts_names_argument(device):
         ops.quantize_experts(randn((3, 16, 40), device), torch.ones(3, device=device))
 
 
+def test_error_amax_quantize_experts_names_argument(device):
+    w = randn((3, 16, 32), device)
+    with pytest.raises(RuntimeError, match="amax_quantize_experts: `w` must be 3-D"):
+        ops.amax_quantize_experts(w[0])
+    with pytest.raises(RuntimeError, match="amax_quantize_experts: `rule` must be .*got 'l2'"):
+        ops.amax_quantize_experts(w, rule="l2")
+    with pytest.raises(RuntimeError, match="x columns must be a multiple of 16"):
+        ops.amax_quantize_experts(randn((3, 16, 40), device))
+
+
 def test_error_columns_not_multiple_of_16(device):
     x = randn((16, 40), device)
     with pytest.raises(RuntimeError, match="x columns must be a multiple of 16"):
