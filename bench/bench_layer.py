@@ -10,7 +10,10 @@ rows with the GEMM plan forced for the shapes of FORCED_PLANS;
 then a gradient-accumulation step of MICRO micro-batches (the tokens split MICRO ways) with the
 quantized weights reused across micro-batches (f46.WeightCache, the module default) and
 without (cache_weights=False). Uneven (seeded log-normal) routing; tokens sorted by expert;
-CUDA events, median of REPS; gradients set to None before each step.
+CUDA events, median of REPS; gradients set to None before each step. F46_LAYER_STEPS=k (default
+1) times k steps back to back between two events (ms per step = their time / k): the host no
+longer waits for each step, so its launch time and stalls leave the figure (an experiment
+towards a steadier measure; the acceptance tables use k = 1).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import f46  # noqa: E402
 
 REPS = int(os.environ.get("F46_BENCH_REPS", "7"))
 REUSE = os.environ.get("F46_LAYER_REUSE", "1") != "0"  # 0: skip the micro-batch rows (short runs)
+STEPS = int(os.environ.get("F46_LAYER_STEPS", "1"))  # steps per timing (1: synchronize each)
 MICRO = 4
 MODES = ("quantized", "dequantized")
 GIB = float(1 << 30)
@@ -88,10 +92,11 @@ def median_ms(fn) -> float:
     for _ in range(REPS):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        fn()
+        for _ in range(STEPS):
+            fn()
         e.record()
         e.synchronize()
-        times.append(s.elapsed_time(e))
+        times.append(s.elapsed_time(e) / STEPS)
     return statistics.median(times)
 
 
