@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import bench_layer  # noqa: E402
 import f46  # noqa: E402
+import f46.quantized  # noqa: E402
 from bench_layer import bf16_layer, f46_layer, f46_step, layer_operands, train_step  # noqa: E402
 
 REPS = int(os.environ.get("F46_PROFILE_REPS", "3"))
@@ -101,7 +102,7 @@ def summarize(label: str, times: dict[str, float], bf16_ms: float, bf16_gemm: fl
 def two_pass_weights(w, *, rule, scale_bound, block, columnwise):
     """ops.amax_quantize_experts as the amax pass and quantize_experts (the A/B's baseline)."""
     e, n, k = w.shape
-    offs = torch.arange(1, e + 1, device=w.device, dtype=torch.int32) * n
+    offs = f46.quantized.expert_row_offsets(e, n, w.device)
     amax = f46.ops.amax(w.reshape(e * n, k), scope="group", offsets=offs)
     out = f46.ops.quantize_experts(
         w, amax, rule=rule, scale_bound=scale_bound, block=block, columnwise=columnwise

@@ -152,7 +152,6 @@ template <class Env>
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> quantize_experts_op(
     const at::Tensor& w, const at::Tensor& amax, c10::string_view rule, double scale_bound,
     int64_t block, bool columnwise) {
-  TORCH_CHECK(amax.defined(), "f46::quantize_experts: `amax` is undefined");
   auto [a, codes, scales, codes_t, scales_t] =
       experts_op<Env>(w, amax, rule, scale_bound, block, columnwise, "quantize_experts");
   return {codes, scales, codes_t, scales_t};

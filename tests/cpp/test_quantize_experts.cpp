@@ -15,13 +15,6 @@ namespace {
 using test::ExpertsCase;
 using test::HostTensor;
 
-QuantizedOutputs outputs(ExpertsCase& c, const QuantizeConfig& cfg) {
-  QuantizedOutputs out;
-  if (cfg.rowwise) out.codes = c.codes.view(), out.scales = c.scales.view();
-  if (cfg.columnwise) out.codes_t = c.codes_t.view(), out.scales_t = c.scales_t.view();
-  return out;
-}
-
 struct Param {
   Block block;
   Rule rule;
@@ -38,7 +31,7 @@ TEST_P(QuantizeExperts, EachExpertEqualsItsOwnQuantize) {
   cfg.rule = p.rule;
   cfg.rowwise = p.rowwise;
   cfg.columnwise = p.columnwise;
-  QuantizedOutputs out = outputs(c, cfg);
+  QuantizedOutputs out = test::expert_outputs(c, cfg);
   quantize_experts(c.w.view(), c.amax.view(), cfg, out);
   for (int64_t g = 0; g < c.e; ++g) {
     const test::Quantized want =
@@ -61,7 +54,7 @@ TEST(QuantizeExpertsGroupScope, RowwiseEqualsGroupScopeBitwise) {
       QuantizeConfig cfg;
       cfg.block = block;
       cfg.rule = rule;
-      QuantizedOutputs out = outputs(c, cfg);
+      QuantizedOutputs out = test::expert_outputs(c, cfg);
       quantize_experts(c.w.view(), c.amax.view(), cfg, out);
       HostTensor w2(DType::kBFloat16, {c.e * c.n, c.k});
       for (int64_t i = 0; i < c.w.numel(); ++i) w2.set(i, c.w.get(i));
@@ -86,7 +79,7 @@ TEST(AmaxQuantizeExperts, EqualsAmaxThenQuantizeExperts) {
     cfg.columnwise = columnwise;
     HostTensor amax(DType::kFloat32, std::vector<int64_t>{c.e});
     amax.fill_bytes(0xAB);
-    QuantizedOutputs out = outputs(c, cfg);
+    QuantizedOutputs out = test::expert_outputs(c, cfg);
     amax_quantize_experts(c.w.view(), amax.view(), cfg, out);
     ExpertsCase want(5, 32, 48, 21);
     want.w = c.w;
@@ -95,7 +88,7 @@ TEST(AmaxQuantizeExperts, EqualsAmaxThenQuantizeExperts) {
       EXPECT_EQ(test::float_bits(amax.get(g)), test::float_bits(a)) << "expert " << g;
       want.amax.set(g, a);
     }
-    QuantizedOutputs want_out = outputs(want, cfg);
+    QuantizedOutputs want_out = test::expert_outputs(want, cfg);
     quantize_experts(want.w.view(), want.amax.view(), cfg, want_out);
     EXPECT_TRUE(std::isnan(amax.get(2)) && std::isinf(amax.get(3)) && amax.get(4) == 0.0f);
     EXPECT_EQ(c.codes.bytes(), want.codes.bytes());

@@ -149,6 +149,20 @@ struct ExpertsCase {
   }
 };
 
+// The outputs a call with cfg writes, among (codes, scales, codes_t, scales_t).
+inline QuantizedOutputs outputs_of(const QuantizeConfig& cfg, const TensorView& c,
+                                   const TensorView& s, const TensorView& ct,
+                                   const TensorView& st) {
+  QuantizedOutputs o;
+  if (cfg.rowwise) o.codes = c, o.scales = s;
+  if (cfg.columnwise) o.codes_t = ct, o.scales_t = st;
+  return o;
+}
+// ... an ExpertsCase's host outputs.
+inline QuantizedOutputs expert_outputs(ExpertsCase& c, const QuantizeConfig& cfg) {
+  return outputs_of(cfg, c.codes.view(), c.scales.view(), c.codes_t.view(), c.scales_t.view());
+}
+
 // Bytes [g * size, (g + 1) * size) of a (E, ...) output equal the whole of `want`.
 inline bool expert_bytes_equal(const HostTensor& all, int64_t g, const HostTensor& want) {
   const size_t size = want.bytes().size();

@@ -320,19 +320,12 @@ TEST(Validation, Amax) {
   expect_error([&] { amax(x.view(), cfg, alias); }, "out and x must not overlap");
 }
 
-QuantizedOutputs expert_outputs(test::ExpertsCase& c, const QuantizeConfig& cfg) {
-  QuantizedOutputs out;
-  if (cfg.rowwise) out.codes = c.codes.view(), out.scales = c.scales.view();
-  if (cfg.columnwise) out.codes_t = c.codes_t.view(), out.scales_t = c.scales_t.view();
-  return out;
-}
-
 TEST(QuantizeExpertsValidation, ArgumentsAreNamed) {
   test::ExpertsCase c(2, 32, 64, 3);
   QuantizeConfig cfg;
   cfg.block = Block::k16x16;
   cfg.columnwise = true;
-  QuantizedOutputs out = expert_outputs(c, cfg);
+  QuantizedOutputs out = test::expert_outputs(c, cfg);
   const TensorView w2 = select0(c.w.view(), 0);
   expect_error([&] { quantize_experts(w2, c.amax.view(), cfg, out); }, "w must be 3-D");
   HostTensor am3 = test::float_tensor({1.0f, 2.0f, 3.0f});
@@ -342,7 +335,7 @@ TEST(QuantizeExpertsValidation, ArgumentsAreNamed) {
   bad.codes_t = small.view();
   expect_error([&] { quantize_experts(c.w.view(), c.amax.view(), cfg, bad); }, "out.codes_t");
   test::ExpertsCase odd(2, 24, 64, 3);  // N = 24: 16x16 tiles need rows % 16 == 0
-  QuantizedOutputs odd_out = expert_outputs(odd, cfg);
+  QuantizedOutputs odd_out = test::expert_outputs(odd, cfg);
   expect_error([&] { quantize_experts(odd.w.view(), odd.amax.view(), cfg, odd_out); },
                "rows % 16 == 0");
 }
@@ -353,7 +346,7 @@ TEST(QuantizeExpertsValidation, AmaxQuantizeExpertsArgumentsAreNamed) {
   test::ExpertsCase c(2, 32, 64, 3);
   QuantizeConfig cfg;
   cfg.block = Block::k16x16;
-  QuantizedOutputs out = expert_outputs(c, cfg);
+  QuantizedOutputs out = test::expert_outputs(c, cfg);
   TensorView am = c.amax.view();
   expect_error([&] { amax_quantize_experts(select0(c.w.view(), 0), am, cfg, out); },
                "w must be 3-D");
@@ -370,7 +363,7 @@ TEST(QuantizeExpertsValidation, AmaxQuantizeExpertsArgumentsAreNamed) {
 TEST(QuantizeExpertsValidation, NoExpertsIsANoOp) {
   test::ExpertsCase c(0, 32, 64, 3);
   QuantizeConfig cfg;
-  QuantizedOutputs out = expert_outputs(c, cfg);
+  QuantizedOutputs out = test::expert_outputs(c, cfg);
   EXPECT_NO_THROW(quantize_experts(c.w.view(), c.amax.view(), cfg, out));
 }
 

@@ -29,25 +29,16 @@ std::string case_name(const testing::TestParamInfo<Case>& info) {
          (c.rowwise ? "_row" : "") + (c.columnwise ? "_col" : "") + (c.specials ? "_nan" : "");
 }
 
-QuantizedOutputs outputs(const QuantizeConfig& cfg, TensorView c, TensorView s, TensorView ct,
-                         TensorView st) {
-  QuantizedOutputs o;
-  if (cfg.rowwise) o.codes = c, o.scales = s;
-  if (cfg.columnwise) o.codes_t = ct, o.scales_t = st;
-  return o;
-}
-
 // The CPU and the CUDA call on the same experts: amaxes and outputs bitwise.
 void expect_equal(ExpertsCase& host, ExpertsCase& dev_in, const QuantizeConfig& cfg,
                   const std::string& what) {
   host.amax.fill_bytes(0xAB);
-  QuantizedOutputs ho = outputs(cfg, host.codes.view(), host.scales.view(), host.codes_t.view(),
-                                host.scales_t.view());
+  QuantizedOutputs ho = expert_outputs(host, cfg);
   amax_quantize_experts(host.w.view(), host.amax.view(), cfg, ho);
   dev_in.amax.fill_bytes(0xAB);
   DeviceTensor dw(dev_in.w), da(dev_in.amax), dc(dev_in.codes), ds(dev_in.scales),
       dct(dev_in.codes_t), dst(dev_in.scales_t);
-  QuantizedOutputs dout = outputs(cfg, dc.view(), ds.view(), dct.view(), dst.view());
+  QuantizedOutputs dout = outputs_of(cfg, dc.view(), ds.view(), dct.view(), dst.view());
   amax_quantize_experts(dw.view(), da.view(), cfg, dout);
   EXPECT_EQ(da.to_host(host.amax).bytes(), host.amax.bytes()) << what;
   if (cfg.rowwise) {
@@ -143,13 +134,13 @@ TEST(CudaAmaxQuantizeExpertsFallback, StridedExpertsEqualCpu) {
   wv.strides[0] *= 2;
   HostTensor c2(DType::kUInt8, {2, 32, 32}), s2(DType::kUInt8, {2, 32, 4}),
       ct2(DType::kUInt8, {2, 64, 16}), st2(DType::kUInt8, {2, 64, 2});
-  QuantizedOutputs ho = outputs(cfg, c2.view(), s2.view(), ct2.view(), st2.view());
+  QuantizedOutputs ho = outputs_of(cfg, c2.view(), s2.view(), ct2.view(), st2.view());
   amax_quantize_experts(wv, amax_h.view(), cfg, ho);
   DeviceTensor dw(dev_in.w), da(amax_h), dc(c2), ds(s2), dct(ct2), dst(st2);
   TensorView dwv = dw.view();
   dwv.shape[0] = 2;
   dwv.strides[0] *= 2;
-  QuantizedOutputs dout = outputs(cfg, dc.view(), ds.view(), dct.view(), dst.view());
+  QuantizedOutputs dout = outputs_of(cfg, dc.view(), ds.view(), dct.view(), dst.view());
   amax_quantize_experts(dwv, da.view(), cfg, dout);
   EXPECT_EQ(da.to_host(amax_h).bytes(), amax_h.bytes());
   EXPECT_GT(amax_h.get(1), 1e29f);  // expert 2 of w, its 1e30 (rounded to bf16)

@@ -35,20 +35,12 @@ TEST_P(CudaQuantizeExperts, EqualsCpuBitwise) {
   cfg.rowwise = p.rowwise;
   cfg.columnwise = p.columnwise;
   ExpertsCase host(p.e, p.n, p.k, 21), dev_in(p.e, p.n, p.k, 21);
-  auto outputs = [&](const TensorView& c, const TensorView& s, const TensorView& ct,
-                     const TensorView& st) {
-    QuantizedOutputs o;
-    if (cfg.rowwise) o.codes = c, o.scales = s;
-    if (cfg.columnwise) o.codes_t = ct, o.scales_t = st;
-    return o;
-  };
-  QuantizedOutputs ho =
-      outputs(host.codes.view(), host.scales.view(), host.codes_t.view(), host.scales_t.view());
+  QuantizedOutputs ho = expert_outputs(host, cfg);
   quantize_experts(host.w.view(), host.amax.view(), cfg, ho);
 
   DeviceTensor dw(dev_in.w), da(dev_in.amax), dc(dev_in.codes), ds(dev_in.scales),
       dct(dev_in.codes_t), dst(dev_in.scales_t);
-  QuantizedOutputs dout = outputs(dc.view(), ds.view(), dct.view(), dst.view());
+  QuantizedOutputs dout = outputs_of(cfg, dc.view(), ds.view(), dct.view(), dst.view());
   quantize_experts(dw.view(), da.view(), cfg, dout);
   if (cfg.rowwise) {
     EXPECT_EQ(dc.to_host(host.codes).bytes(), host.codes.bytes());
