@@ -21,7 +21,7 @@ struct AmaxParams {
   ScopeKind scope = ScopeKind::kTensor;
   const int32_t* offsets = nullptr;
   int num_groups = 0;
-  int64_t group_rows = 0;   // kGroup without offsets: groups of group_rows rows (amax_row_groups)
+  int64_t group_rows = 0;   // kGroup without offsets (rows kernel): groups of group_rows rows
   uint32_t* out = nullptr;  // float32 bits: (1), (rows) or (num_groups)
 };
 
@@ -88,8 +88,7 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_rows_kernel(const AmaxParam
 template <typename T>
 __global__ void __launch_bounds__(kAmaxThreads) amax_rht_columns_kernel(const AmaxParams p) {
   extern __shared__ int32_t s_offs[];
-  if (p.scope == ScopeKind::kGroup && p.group_rows == 0)
-    stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
+  if (p.scope == ScopeKind::kGroup) stage_clamped_offsets(p.offsets, p.num_groups, p.rows, s_offs);
   const int64_t col = static_cast<int64_t>(blockIdx.x) * kAmaxThreads + threadIdx.x;
   const int64_t rb0 = static_cast<int64_t>(blockIdx.y) * kRhtRowBlocksPerThread;
   const int64_t row_blocks = p.rows / 16;
