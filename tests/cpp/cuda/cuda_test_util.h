@@ -66,6 +66,35 @@ class DeviceTensor {
   TensorView view_;
 };
 
+// An ExpertsCase's tensors on the device (quantize_experts, amax_quantize_experts): the outputs a
+// config writes, and those outputs (the amaxes too, where the call computed them) compared
+// bytewise with a host case's.
+struct DeviceExperts {
+  DeviceTensor w, amax, codes, scales, codes_t, scales_t;
+  explicit DeviceExperts(const ExpertsCase& c)
+      : w(c.w),
+        amax(c.amax),
+        codes(c.codes),
+        scales(c.scales),
+        codes_t(c.codes_t),
+        scales_t(c.scales_t) {}
+  QuantizedOutputs outputs(const QuantizeConfig& cfg) {
+    return outputs_of(cfg, codes.view(), scales.view(), codes_t.view(), scales_t.view());
+  }
+  void expect_equal(const ExpertsCase& host, const QuantizeConfig& cfg, bool with_amax,
+                    const std::string& what) const {
+    if (with_amax) EXPECT_EQ(amax.to_host(host.amax).bytes(), host.amax.bytes()) << what;
+    if (cfg.rowwise) {
+      EXPECT_EQ(codes.to_host(host.codes).bytes(), host.codes.bytes()) << what;
+      EXPECT_EQ(scales.to_host(host.scales).bytes(), host.scales.bytes()) << what;
+    }
+    if (cfg.columnwise) {
+      EXPECT_EQ(codes_t.to_host(host.codes_t).bytes(), host.codes_t.bytes()) << what;
+      EXPECT_EQ(scales_t.to_host(host.scales_t).bytes(), host.scales_t.bytes()) << what;
+    }
+  }
+};
+
 // Device copies of the amax/offset tensors of an AmaxSpec, as a GlobalAmax on the GPU.
 class DeviceGlobalAmax {
  public:

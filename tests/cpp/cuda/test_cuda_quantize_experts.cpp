@@ -37,19 +37,10 @@ TEST_P(CudaQuantizeExperts, EqualsCpuBitwise) {
   ExpertsCase host(p.e, p.n, p.k, 21), dev_in(p.e, p.n, p.k, 21);
   QuantizedOutputs ho = expert_outputs(host, cfg);
   quantize_experts(host.w.view(), host.amax.view(), cfg, ho);
-
-  DeviceTensor dw(dev_in.w), da(dev_in.amax), dc(dev_in.codes), ds(dev_in.scales),
-      dct(dev_in.codes_t), dst(dev_in.scales_t);
-  QuantizedOutputs dout = outputs_of(cfg, dc.view(), ds.view(), dct.view(), dst.view());
-  quantize_experts(dw.view(), da.view(), cfg, dout);
-  if (cfg.rowwise) {
-    EXPECT_EQ(dc.to_host(host.codes).bytes(), host.codes.bytes());
-    EXPECT_EQ(ds.to_host(host.scales).bytes(), host.scales.bytes());
-  }
-  if (cfg.columnwise) {
-    EXPECT_EQ(dct.to_host(host.codes_t).bytes(), host.codes_t.bytes());
-    EXPECT_EQ(dst.to_host(host.scales_t).bytes(), host.scales_t.bytes());
-  }
+  DeviceExperts d(dev_in);
+  QuantizedOutputs dout = d.outputs(cfg);
+  quantize_experts(d.w.view(), d.amax.view(), cfg, dout);
+  d.expect_equal(host, cfg, false, case_name({p, 0}));
 }
 
 const Case kCases[] = {
@@ -98,24 +89,14 @@ TEST(CudaQuantizeExpertsTiles, EqualsCpuBitwise) {
           for (int64_t i = 0; i < e * n * k; ++i) c->w.set(i, v[static_cast<size_t>(i)]);
           c->amax = float_tensor(std::vector<float>(static_cast<size_t>(e), amax));
         }
-        QuantizedOutputs ho;
-        if (rowwise) ho.codes = host.codes.view(), ho.scales = host.scales.view();
-        ho.codes_t = host.codes_t.view(), ho.scales_t = host.scales_t.view();
+        QuantizedOutputs ho = expert_outputs(host, cfg);
         quantize_experts(host.w.view(), host.amax.view(), cfg, ho);
-        DeviceTensor dw(dev_in.w), da(dev_in.amax), dc(dev_in.codes), ds(dev_in.scales),
-            dct(dev_in.codes_t), dst(dev_in.scales_t);
-        QuantizedOutputs dout;
-        if (rowwise) dout.codes = dc.view(), dout.scales = ds.view();
-        dout.codes_t = dct.view(), dout.scales_t = dst.view();
-        quantize_experts(dw.view(), da.view(), cfg, dout);
-        const std::string what = "mode " + std::to_string(mode) + " rowwise " +
-                                 std::to_string(rowwise) + " amax " + std::to_string(amax);
-        if (rowwise) {
-          EXPECT_EQ(dc.to_host(host.codes).bytes(), host.codes.bytes()) << what;
-          EXPECT_EQ(ds.to_host(host.scales).bytes(), host.scales.bytes()) << what;
-        }
-        EXPECT_EQ(dct.to_host(host.codes_t).bytes(), host.codes_t.bytes()) << what;
-        EXPECT_EQ(dst.to_host(host.scales_t).bytes(), host.scales_t.bytes()) << what;
+        DeviceExperts d(dev_in);
+        QuantizedOutputs dout = d.outputs(cfg);
+        quantize_experts(d.w.view(), d.amax.view(), cfg, dout);
+        d.expect_equal(host, cfg, false,
+                       "mode " + std::to_string(mode) + " rowwise " + std::to_string(rowwise) +
+                           " amax " + std::to_string(amax));
       }
     }
   }
