@@ -26,11 +26,7 @@ class QuantizeExperts : public testing::TestWithParam<Param> {};
 TEST_P(QuantizeExperts, EachExpertEqualsItsOwnQuantize) {
   const Param& p = GetParam();
   ExpertsCase c(4, 48, 160, 11);
-  QuantizeConfig cfg;
-  cfg.block = p.block;
-  cfg.rule = p.rule;
-  cfg.rowwise = p.rowwise;
-  cfg.columnwise = p.columnwise;
+  const QuantizeConfig cfg = test::experts_config(p.block, p.rule, p.rowwise, p.columnwise);
   QuantizedOutputs out = test::expert_outputs(c, cfg);
   quantize_experts(c.w.view(), c.amax.view(), cfg, out);
   for (int64_t g = 0; g < c.e; ++g) {

@@ -149,6 +149,16 @@ struct ExpertsCase {
   }
 };
 
+// The config of an experts case: block, rule and outputs.
+inline QuantizeConfig experts_config(Block block, Rule rule, bool rowwise, bool columnwise) {
+  QuantizeConfig cfg;
+  cfg.block = block;
+  cfg.rule = rule;
+  cfg.rowwise = rowwise;
+  cfg.columnwise = columnwise;
+  return cfg;
+}
+
 // The outputs a call with cfg writes, among (codes, scales, codes_t, scales_t).
 inline QuantizedOutputs outputs_of(const QuantizeConfig& cfg, const TensorView& c,
                                    const TensorView& s, const TensorView& ct,

@@ -47,11 +47,7 @@ class CudaAmaxQuantizeExperts : public testing::TestWithParam<Case> {};
 TEST_P(CudaAmaxQuantizeExperts, EqualsCpuBitwise) {
   F46_SKIP_WITHOUT_CUDA();
   const Case& p = GetParam();
-  QuantizeConfig cfg;
-  cfg.block = p.block;
-  cfg.rule = p.rule;
-  cfg.rowwise = p.rowwise;
-  cfg.columnwise = p.columnwise;
+  const QuantizeConfig cfg = experts_config(p.block, p.rule, p.rowwise, p.columnwise);
   ExpertsCase host(p.e, p.n, p.k, 33), dev_in(p.e, p.n, p.k, 33);
   if (p.specials) {
     for (ExpertsCase* c : {&host, &dev_in}) {

@@ -29,11 +29,7 @@ class CudaQuantizeExperts : public testing::TestWithParam<Case> {};
 TEST_P(CudaQuantizeExperts, EqualsCpuBitwise) {
   F46_SKIP_WITHOUT_CUDA();
   const Case& p = GetParam();
-  QuantizeConfig cfg;
-  cfg.block = p.block;
-  cfg.rule = p.rule;
-  cfg.rowwise = p.rowwise;
-  cfg.columnwise = p.columnwise;
+  const QuantizeConfig cfg = experts_config(p.block, p.rule, p.rowwise, p.columnwise);
   ExpertsCase host(p.e, p.n, p.k, 21), dev_in(p.e, p.n, p.k, 21);
   QuantizedOutputs ho = expert_outputs(host, cfg);
   quantize_experts(host.w.view(), host.amax.view(), cfg, ho);
