@@ -73,12 +73,8 @@ TEST(CudaQuantizeExpertsTiles, EqualsCpuBitwise) {
   const Rule rules[] = {Rule::kMAE, Rule::kMSE, Rule::kAbsMax, Rule::kAll6, Rule::kAll4};
   for (int mode = 0; mode < 5; ++mode) {
     for (bool rowwise : {true, false}) {
-      QuantizeConfig cfg;
-      cfg.block = Block::k16x16;
-      cfg.rule = rules[mode];
+      QuantizeConfig cfg = experts_config(Block::k16x16, rules[mode], rowwise, true);
       cfg.scale_bound = mode % 2 ? 448.0f : 256.0f;
-      cfg.rowwise = rowwise;
-      cfg.columnwise = true;
       for (float amax : {6.0f * cfg.scale_bound, 1000.0f}) {
         ExpertsCase host(e, n, k, 3), dev_in(e, n, k, 3);
         for (ExpertsCase* c : {&host, &dev_in}) {
